@@ -1,0 +1,86 @@
+"""Every error the planner raises on purpose.
+
+Why one module: the CLI maps the whole `PlannerError` tree to exit code 2 with a
+one-line message, so anything a user can cause (bad file, bad flag, offline miss)
+must be one of these. Each also inherits the builtin it specialises, so library
+callers can catch `ValueError` / `FileNotFoundError` / `ConnectionError` as usual.
+Messages follow: what failed, where, expected vs got, how to fix it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+
+class PlannerError(Exception):
+    """Root of all planner errors; the CLI prints `str(err)` and exits 2."""
+
+
+class UsageError(PlannerError, ValueError):
+    """A flag or argument value the planner cannot use (e.g. `--context -1`)."""
+
+
+class SourceError(PlannerError):
+    """A model source (file, directory, repo id) could not be read."""
+
+    def __init__(self, msg: str, path: str | Path | None = None) -> None:
+        super().__init__(msg)
+        self.path = str(path) if path is not None else None
+
+
+class ModelNotFound(SourceError, FileNotFoundError):
+    """Nothing matches a model reference: not a path, not in the catalog or cache."""
+
+
+class HeaderError(SourceError, ValueError):
+    """A safetensors / GGUF header is truncated, oversized or inconsistent."""
+
+
+class ConfigError(SourceError, ValueError):
+    """config.json (or another JSON/TOML input) is missing, malformed or implausible."""
+
+    def __init__(self, msg: str, path: str | Path | None = None, key: str | None = None) -> None:
+        super().__init__(msg, path)
+        self.key = key
+
+
+class UnsupportedArchitecture(ConfigError):
+    """A `model_type` we cannot size, even with the standard-key fallback."""
+
+    def __init__(self, model_type: str, supported: Sequence[str], missing: Sequence[str],
+                 path: str | Path | None = None) -> None:
+        msg = (f"Cannot size model_type '{model_type}' from '{path}': it is not one of the supported "
+               f"architectures and the standard keys {', '.join(missing)} are missing. "
+               f"Supported: {', '.join(sorted(supported))}.")
+        super().__init__(msg, path, key="model_type")
+        self.model_type = model_type
+
+
+class IncompatiblePair(PlannerError, ValueError):
+    """Raised by callers that require a compatible pair; carries the named differences."""
+
+    def __init__(self, msg: str, differences: Sequence[str] = ()) -> None:
+        super().__init__(msg)
+        self.differences = list(differences)
+
+
+class OfflineError(PlannerError, ConnectionError):
+    """The model is not cached or catalogued and the network is off or unreachable."""
+
+
+class MachineError(PlannerError, ValueError):
+    """A machine name, file or detection result the planner cannot use."""
+
+
+class ProfileError(PlannerError, ValueError):
+    """A probe profile or imported benchmark file cannot be read."""
+
+
+class TorchUnavailable(PlannerError, ImportError):
+    """A command needs torch (probe/bench) and it is not installed."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"Cannot run the {what}: torch is not installed. Install it with "
+            f"'pip install torch' (then 'pip install spec-planner[probe]').")

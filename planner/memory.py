@@ -1,0 +1,311 @@
+"""The memory ledger: weights + KV cache + activations of target and draft, + runtime overhead.
+
+Pure functions over ModelSpec; every figure is an exact integer of bytes and
+carries where it came from. Engine rules (ENGINES.md):
+  KV per token, attention layer   = kv_heads * (head_dim_k + head_dim_v) * kv_dtype bytes
+  KV per token, MLA (latent)      = (kv_lora_rank + rope_dim) * kv_dtype bytes   [vLLM, SGLang, llama.cpp]
+  KV per token, MLA (transformers)= heads * (qk_head_dim + v_head_dim) * bytes   (expanded)
+  sliding layers hold min(context, window [+ engine slack]) tokens
+  recurrent layers hold conv_dim * (kernel or kernel-1) + state elements per sequence
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from types import MappingProxyType
+
+from . import dtypes, quant
+from .constants import (
+    LLAMACPP_CTX_PAD,
+    LLAMACPP_UBATCH,
+    OVERHEAD_BYTES,
+    OVERHEAD_SOURCES,
+    SGLANG_CHUNKED_PREFILL,
+    VLLM_BLOCK_TOKENS,
+    VLLM_MAX_BATCHED_TOKENS,
+)
+from .errors import UsageError
+from .spec import CHUNKED, FULL, MLA, NONE, SLIDING, LayerSpec, ModelSpec
+
+ENGINE_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp", "hf": "transformers",
+                  "mlx-lm": "mlx", "mlx_lm": "mlx", "ollama": "llama.cpp", "lmstudio": "llama.cpp"}
+LATENT_MLA_ENGINES = frozenset({"vllm", "sglang", "llama.cpp"})
+KV_DTYPES = ("auto", "f32", "f16", "bf16", "fp8", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")
+MLX_PREFILL_STEP = 2048  # mlx_lm generate prefill_step_size
+VLLM_MAX_NUM_SEQS = 256  # vLLM sampler rows in the profile run (max_num_seqs default)
+
+
+def canonical_engine(name: str) -> str:
+    """Engine name as used in ledgers ("llama.cpp", "vllm", ...).
+
+    Raises:
+        UsageError: unknown engine.
+    """
+    key = name.strip().lower()
+    key = ENGINE_ALIASES.get(key, key)
+    if key not in OVERHEAD_BYTES:
+        raise UsageError(f"Cannot use engine '{name}': expected one of {', '.join(OVERHEAD_BYTES)}.")
+    return key
+
+
+@dataclass(frozen=True)
+class Settings:
+    """How the model will be run. `kv_dtype=None`: the engine's default (model dtype; f16 in llama.cpp)."""
+
+    context: int = 4096
+    batch: int = 1
+    engine: str = "transformers"
+    kv_dtype: str | None = None
+    weights_dtype: str | None = None
+    group_size: int = 128
+    spec_tokens: int = 0  # K drafted per round: verify rows, vLLM SSM state copies
+    overhead_bytes: int | None = None
+    prefill_chunk: int | None = None
+    draft_context: int | None = None  # llama.cpp -cd: the draft's own context
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "engine", canonical_engine(self.engine))
+        for name in ("context", "batch"):
+            v = getattr(self, name)
+            if not isinstance(v, int) or v < 1:
+                raise UsageError(f"Cannot use --{name} {v}: it must be a positive integer.")
+        if self.spec_tokens < 0:
+            raise UsageError(f"Cannot use {self.spec_tokens} speculative tokens: must be >= 0.")
+        if self.kv_dtype is not None:
+            kv_format(self.kv_dtype, "BF16")
+
+
+@dataclass(frozen=True)
+class ModelLedger:
+    """One model's rows. kv_cache_bytes includes fixed recurrent state (state_bytes)."""
+
+    role: str
+    id: str
+    params_total: int
+    params_active: int
+    weights_bytes: int
+    kv_bytes_per_token: int
+    kv_cache_bytes: int
+    state_bytes: int
+    activation_bytes: int
+    context: int
+    kv_dtype: str
+    weights_dtype: str
+    provenance: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "provenance", MappingProxyType(dict(self.provenance)))
+
+    @property
+    def total_bytes(self) -> int:
+        return self.weights_bytes + self.kv_cache_bytes + self.activation_bytes
+
+
+@dataclass(frozen=True)
+class Ledger:
+    """The whole deployment on one device (multi-device splits live in fit.py)."""
+
+    settings: Settings
+    models: tuple[ModelLedger, ...]
+    overhead_bytes: int
+    overhead_source: str
+
+    @property
+    def total_bytes(self) -> int:
+        return sum(m.total_bytes for m in self.models) + self.overhead_bytes
+
+
+# --- KV cache ---------------------------------------------------------------
+
+def kv_format(kv_dtype: str | None, model_dtype: str, engine: str = "transformers") -> str:
+    """Storage format of the KV cache: explicit, else f16 for llama.cpp, else the model's float dtype."""
+    if kv_dtype is None or kv_dtype.lower() == "auto":
+        if engine == "llama.cpp":
+            return "F16"
+        return model_dtype if model_dtype in ("BF16", "F16", "F32") else "BF16"
+    key = kv_dtype.strip().lower()
+    if key not in KV_DTYPES and key not in ("fp8_e4m3", "fp8_e5m2", "float16", "bfloat16", "fp16"):
+        raise UsageError(f"Cannot use KV dtype '{kv_dtype}': expected one of {', '.join(KV_DTYPES)}.")
+    return dtypes.canonical(key)
+
+
+def _pad(n: int, to: int) -> int:
+    return -(-n // to) * to
+
+
+def layer_token_bytes(layer: LayerSpec, fmt: str, engine: str) -> int:
+    """Bytes one token adds to one layer's cache (K row + V row, or the MLA latent row)."""
+    if layer.attention == NONE:
+        return 0
+    if layer.attention == MLA:
+        if engine in LATENT_MLA_ENGINES:
+            # latent cache: one "head" of kv_lora_rank + rope_dim (llama.cpp: V-less since PR #19067)
+            return dtypes.row_bytes(fmt, layer.kv_lora_rank + layer.rope_dim)
+        # transformers/mlx expand the latent: K = heads x qk_head_dim, V = heads x v_head_dim
+        return (dtypes.row_bytes(fmt, layer.kv_heads * layer.head_dim_k)
+                + dtypes.row_bytes(fmt, layer.kv_heads * layer.head_dim_v))
+    return dtypes.row_bytes(fmt, layer.kv_heads * layer.head_dim_k) + dtypes.row_bytes(fmt, layer.kv_heads * layer.head_dim_v)
+
+
+def layer_tokens_held(layer: LayerSpec, s: Settings, context: int, *, swa: bool = True) -> int:
+    """Tokens one layer's cache holds for the whole batch, with the engine's rounding.
+
+    llama.cpp: one cache of pad(context x batch, 256) cells; SWA min(that, pad(window x batch + n_ubatch, 256)).
+    vLLM: per sequence ceil(context/16) blocks of 16; SWA cdiv(min(window - 1 + max_batched_tokens,
+    context), 16) + 1 blocks (v1/kv_cache_interface.py). SGLang: token pool; SWA window + chunk.
+    transformers: context; SWA min(context, window). MLX: KVCache grows in steps of 256; RotatingKVCache = window.
+    """
+    e, b = s.engine, s.batch
+    windowed = layer.attention in (SLIDING, CHUNKED) and layer.window and (swa or layer.attention == CHUNKED)
+    if e == "llama.cpp":
+        cells = _pad(context * b, LLAMACPP_CTX_PAD)
+        if windowed:
+            return min(cells, _pad(layer.window * b + (s.prefill_chunk or LLAMACPP_UBATCH), LLAMACPP_CTX_PAD))
+        return cells
+    if e == "vllm":
+        if windowed:
+            chunk = s.prefill_chunk or VLLM_MAX_BATCHED_TOKENS
+            blocks = -(-min(layer.window - 1 + chunk, context) // VLLM_BLOCK_TOKENS) + 1
+            return b * min(blocks * VLLM_BLOCK_TOKENS, _pad(context, VLLM_BLOCK_TOKENS))
+        return b * _pad(context, VLLM_BLOCK_TOKENS)
+    if e == "sglang":
+        if windowed:
+            return b * min(context, layer.window + (s.prefill_chunk or SGLANG_CHUNKED_PREFILL))
+        return b * context
+    if e == "mlx":
+        if windowed:
+            return b * min(context, layer.window)
+        return b * _pad(context, 256)
+    return b * (min(context, layer.window) if windowed else context)
+
+
+def state_bytes_per_sequence(layer: LayerSpec, s: Settings, model_fmt: str, state_dtype: str | None) -> int:
+    """Fixed recurrent state of one layer for one sequence.
+
+    conv state = conv_dim x (kernel - 1) (vLLM, llama.cpp, SGLang, MLX) or x kernel (transformers);
+    plus recurrent_state_elems. llama.cpp keeps both in f32; vLLM/transformers keep conv in the model
+    dtype and the SSM state in mamba_ssm_cache_dtype when the config pins it.
+    """
+    if not layer.recurrent:
+        return 0
+    width = layer.conv_kernel if s.engine == "transformers" else max(layer.conv_kernel - 1, 0)
+    if s.engine == "llama.cpp":
+        conv_fmt = ssm_fmt = "F32"
+    else:
+        conv_fmt = model_fmt if model_fmt in ("BF16", "F16", "F32") else "BF16"
+        ssm_fmt = dtypes.canonical(state_dtype) if state_dtype and dtypes.is_known(state_dtype) else conv_fmt
+    return dtypes.nbytes(conv_fmt, layer.conv_dim * width) + dtypes.nbytes(ssm_fmt, layer.recurrent_state_elems)
+
+
+def kv_per_token(spec: ModelSpec, s: Settings) -> int:
+    """Bytes per extra token of context once every window is full (sliding and recurrent layers add 0)."""
+    fmt = kv_format(s.kv_dtype, spec.dtype, s.engine)
+    swa = spec.llamacpp_swa or s.engine != "llama.cpp"
+    return sum(layer_token_bytes(layer, fmt, s.engine) for layer in spec.layers
+               if layer.attention in (FULL, MLA) or (not swa and layer.attention == SLIDING))
+
+
+def kv_cache(spec: ModelSpec, s: Settings, context: int) -> tuple[int, int]:
+    """(KV cache bytes incl. state, of which recurrent state bytes) for the whole batch."""
+    fmt = kv_format(s.kv_dtype, spec.dtype, s.engine)
+    swa = spec.llamacpp_swa or s.engine != "llama.cpp"
+    kv = sum(layer_token_bytes(layer, fmt, s.engine) * layer_tokens_held(layer, s, context, swa=swa)
+             for layer in spec.layers if layer.has_kv)
+    copies = 1 + s.spec_tokens if s.engine == "vllm" and s.spec_tokens else 1  # vLLM: state x (1 + spec blocks)
+    state = s.batch * copies * sum(state_bytes_per_sequence(layer, s, spec.dtype, spec.state_dtype)
+                                   for layer in spec.layers)
+    return kv + state, state
+
+
+# --- activations -------------------------------------------------------------
+
+def prefill_chunk(s: Settings, context: int) -> int:
+    """Tokens in the largest forward: engine chunk (llama.cpp n_ubatch 512, vLLM 2048, SGLang 4096,
+    MLX 2048) or the whole prompt batch in transformers."""
+    if s.prefill_chunk:
+        return s.prefill_chunk
+    return {"llama.cpp": LLAMACPP_UBATCH, "vllm": VLLM_MAX_BATCHED_TOKENS, "sglang": SGLANG_CHUNKED_PREFILL,
+            "mlx": min(MLX_PREFILL_STEP, context * s.batch)}.get(s.engine, context * s.batch)
+
+
+def activations(spec: ModelSpec, s: Settings, context: int) -> int:
+    """Peak working memory of one forward (estimate).
+
+    per token: 3 x hidden (residual, normed, attention out) + q + k + v widths + 3 x FFN width
+    (gate, up, activation; MoE: experts_per_token x expert width + shared), at the activation
+    dtype (f32 in llama.cpp compute buffers, else 2 B), times the chunk; plus fp32 logits
+    rows x vocab (llama.cpp reserves n_ubatch rows; vLLM samples max_num_seqs rows; others
+    batch x (K+1) verify rows).
+    """
+    chunk = prefill_chunk(s, context)
+    widths = []
+    for layer in spec.layers:
+        attn = (layer.q_heads * layer.head_dim_k + layer.kv_heads * (layer.head_dim_k + layer.head_dim_v)
+                if layer.has_kv else 0)
+        if layer.ffn == "moe" and spec.moe:
+            ffn = spec.moe.experts_per_token * spec.moe.expert_intermediate + spec.moe.shared_intermediate
+        else:
+            ffn = layer.ffn_width
+        widths.append(attn + 3 * ffn)
+    per_token = 3 * spec.hidden + max(widths, default=0)
+    act_bytes = 4 if s.engine == "llama.cpp" else 2
+    verify_rows = s.batch * (s.spec_tokens + 1)
+    rows = {"llama.cpp": max(chunk, verify_rows), "vllm": max(VLLM_MAX_NUM_SEQS, verify_rows),
+            "sglang": max(VLLM_MAX_NUM_SEQS, verify_rows)}.get(s.engine, verify_rows)
+    return chunk * per_token * act_bytes + rows * spec.vocab * 4
+
+
+# --- weights and the whole ledger --------------------------------------------
+
+def weights(spec: ModelSpec, s: Settings) -> tuple[int, str, str]:
+    """(resident weight bytes, dominant format, provenance) after an optional override."""
+    inv = spec.weights
+    if s.weights_dtype:
+        scheme = quant.parse_scheme(s.weights_dtype, group_size=s.group_size)
+        tensors = quant.apply(inv.tensors, scheme)
+        total = sum(t.nbytes for t in tensors)
+        src = f"{spec.provenance.get('weights', inv.source)}, re-sized as {scheme.name}"
+        if scheme.kind in ("int4", "fp8") and scheme.group_size:
+            src += f" (group {scheme.group_size})"
+        by: dict[str, int] = {}
+        for t in tensors:
+            by[t.dtype] = by.get(t.dtype, 0) + t.nbytes
+        return total, max(by, key=by.get) if by else scheme.name, src
+    return inv.resident_bytes, inv.dominant_dtype, spec.provenance.get("weights", inv.source)
+
+
+def model_ledger(spec: ModelSpec, s: Settings, role: str = "target") -> ModelLedger:
+    """One model's weights, KV cache (+ state) and activations under settings `s`."""
+    context = s.draft_context if (role == "draft" and s.draft_context) else s.context
+    w_bytes, w_fmt, w_src = weights(spec, s)
+    kv_total, state = kv_cache(spec, s, context)
+    kv_src = f"config shapes x {kv_format(s.kv_dtype, spec.dtype, s.engine)} ({s.engine} layout)"
+    prov = {"weights": w_src, "kv_cache": kv_src,
+            "activations": f"assumed: estimate for a {prefill_chunk(s, context)}-token forward ({s.engine})"}
+    if state:
+        prov["state"] = "config shapes: fixed recurrent state per sequence"
+    return ModelLedger(role=role, id=spec.id, params_total=spec.params_total, params_active=spec.params_active,
+                       weights_bytes=w_bytes, kv_bytes_per_token=kv_per_token(spec, s), kv_cache_bytes=kv_total,
+                       state_bytes=state, activation_bytes=activations(spec, s, context), context=context,
+                       kv_dtype=kv_format(s.kv_dtype, spec.dtype, s.engine), weights_dtype=w_fmt, provenance=prov)
+
+
+def ledger(target: ModelSpec, s: Settings, draft: ModelSpec | None = None) -> Ledger:
+    """Target (+ draft) on one device; runtime overhead counted once.
+
+    Example:
+        >>> from planner.sources import load_spec
+        >>> ledger(load_spec("llama-3.1-8b"), Settings(context=8192)).models[0].kv_cache_bytes
+        1073741824
+    """
+    models: Sequence[ModelLedger] = [model_ledger(target, s, "target")]
+    if draft is not None:
+        models = [*models, model_ledger(draft, s, "draft")]
+    overhead = OVERHEAD_BYTES[s.engine] if s.overhead_bytes is None else s.overhead_bytes
+    src = OVERHEAD_SOURCES[s.engine] if s.overhead_bytes is None else "given (--overhead)"
+    return Ledger(settings=s, models=tuple(models), overhead_bytes=overhead, overhead_source=src)
+
+
+def with_context(s: Settings, context: int) -> Settings:
+    return replace(s, context=context)

@@ -1,0 +1,162 @@
+"""Re-size a tensor inventory under a quantisation scheme.
+
+Why one module: a pre-quantised checkpoint described only by its config
+(`quantization_config`: fp8 with block scales, MXFP4, GPTQ/AWQ, bitsandbytes) and a
+user's `--weights-dtype` override are the same operation: replace each
+quantisable matrix by the tensors that format really stores (packed weights +
+scales + zeros), with the layouts of the public formats, and keep the rest.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+from . import dtypes
+from .errors import UsageError
+from .spec import QUANTISABLE_GROUPS, TensorInfo, make_tensor
+
+_ROUTER = re.compile(r"\.(gate|router)\.weight$|\.router\.|shared_expert_gate")
+
+
+@dataclass(frozen=True)
+class Scheme:
+    """A weight format: `kind` selects the layout; `group_size` for int4 groups / fp8 blocks."""
+
+    name: str
+    kind: str  # float | fp8 | int8 | int4 | nf4 | mxfp4 | ggml
+    group_size: int = 128
+    fmt: str = "BF16"  # float kind: target float format; ggml kind: the block type
+    keep_dtype: str = "BF16"  # what non-quantised tensors are kept in
+    block_2d: bool = False  # fp8 with [block, block] scales (DeepSeek-V3 style)
+    skip: tuple[str, ...] = ()  # fnmatch patterns of modules left unquantised
+
+
+SCHEMES = ("bf16", "fp16", "fp32", "fp8", "int8", "int4", "nf4", "mxfp4",
+           "q8_0", "q6_k", "q5_k", "q5_0", "q5_1", "q4_k", "q4_0", "q4_1", "q3_k", "q2_k")
+
+
+def parse_scheme(name: str, *, group_size: int = 128) -> Scheme:
+    """User spelling (`int4`, `fp8`, `nf4`, `q4_k`, `bf16`...) -> Scheme.
+
+    Raises:
+        UsageError: unknown scheme or a group size that is not a positive integer.
+    """
+    if group_size < 1:
+        raise UsageError(f"Cannot use --group-size {group_size}: it must be a positive integer.")
+    key = name.strip().lower().replace("-", "_")
+    if key in ("bf16", "bfloat16", "fp16", "f16", "float16", "fp32", "f32", "float32"):
+        fmt = dtypes.canonical(key)
+        return Scheme(key, "float", fmt=fmt, keep_dtype=fmt)
+    if key in ("fp8", "f8", "float8", "fp8_e4m3"):
+        return Scheme("fp8", "fp8", group_size)
+    if key in ("int8", "w8a16", "w8a8"):
+        return Scheme("int8", "int8", group_size)
+    if key in ("int4", "gptq", "awq", "w4a16"):
+        return Scheme("int4", "int4", group_size, keep_dtype="F16")
+    if key in ("nf4", "bnb4", "bitsandbytes"):
+        return Scheme("nf4", "nf4", 64)
+    if key == "mxfp4":
+        return Scheme("mxfp4", "mxfp4", 32)
+    if key.upper() in dtypes.FORMATS and dtypes.FORMATS[key.upper()].block_elems > 1:
+        return Scheme(key, "ggml", fmt=key.upper(), keep_dtype="F32")
+    raise UsageError(f"Cannot use weights dtype '{name}': unknown (expected one of {', '.join(SCHEMES)}).")
+
+
+def from_quantization_config(qc: dict) -> Scheme | None:
+    """Scheme of a pre-quantised checkpoint from config.json's `quantization_config` (None: unknown)."""
+    method = str(qc.get("quant_method", "")).lower()
+    skip = tuple(str(s) for s in (qc.get("modules_to_not_convert") or qc.get("ignore") or [])
+                 if isinstance(s, str))
+    if method == "fp8":
+        block = qc.get("weight_block_size")
+        if isinstance(block, list) and block and isinstance(block[0], int) and block[0] > 0:
+            return Scheme("fp8", "fp8", block[0], block_2d=True, skip=skip)
+        return Scheme("fp8", "fp8", skip=skip)
+    if method in ("gptq", "awq"):
+        bits = qc.get("bits", qc.get("w_bit", 4))
+        g = qc.get("group_size", qc.get("q_group_size", 128))
+        g = g if isinstance(g, int) and g > 0 else 128
+        if bits == 8:
+            return Scheme("int8", "int8", g, keep_dtype="F16", skip=skip)
+        return Scheme("int4", "int4", g, keep_dtype="F16", skip=skip)
+    if method == "mxfp4":
+        return Scheme("mxfp4", "mxfp4", 32, skip=skip)
+    if method == "bitsandbytes":
+        if qc.get("load_in_4bit") or qc.get("_load_in_4bit"):
+            return Scheme("nf4", "nf4", 64, skip=skip)
+        if qc.get("load_in_8bit") or qc.get("_load_in_8bit"):
+            return Scheme("int8", "int8", skip=skip)
+    return None
+
+
+def _skipped(name: str, patterns: Sequence[str]) -> bool:
+    module = name.rsplit(".", 1)[0]
+    return any(fnmatch.fnmatch(module, p) or fnmatch.fnmatch(module, p + ".*") or module.endswith(p)
+               for p in patterns)
+
+
+def quantisable(t: TensorInfo, scheme: Scheme) -> bool:
+    """Matrices of attention/FFN/experts/recurrent projections, minus routers and skipped modules."""
+    return (t.group in QUANTISABLE_GROUPS and len(t.shape) >= 2 and t.shape[-1] >= 16
+            and not t.name.endswith("bias") and not _ROUTER.search(t.name) and not _skipped(t.name, scheme.skip))
+
+
+def quantise_tensor(t: TensorInfo, s: Scheme) -> list[TensorInfo]:
+    """The tensors format `s` stores for matrix `t` ([..., out, in], HF Linear layout)."""
+    *lead, d_out, d_in = t.shape
+    base = t.name[: -len(".weight")] if t.name.endswith(".weight") else t.name
+    lead = tuple(lead)
+    ceil = lambda a, b: -(-a // b)  # noqa: E731
+    if s.kind == "fp8":
+        # weight e4m3 + fp32 scales: per [block x block] tile (DeepSeek-V3) or per output row
+        scale = (*lead, ceil(d_out, s.group_size), ceil(d_in, s.group_size)) if s.block_2d else (*lead, d_out, 1)
+        return [make_tensor(f"{base}.weight", t.shape, "F8_E4M3", t.group),
+                make_tensor(f"{base}.weight_scale_inv", scale, "F32", t.group)]
+    if s.kind == "int8":
+        # W8 per output channel + fp32 scale (bitsandbytes SCB / compressed-tensors channel)
+        return [make_tensor(f"{base}.weight", t.shape, "I8", t.group),
+                make_tensor(f"{base}.SCB", (*lead, d_out), "F32", t.group)]
+    if s.kind == "int4":
+        # GPTQ/AWQ: qweight int32 packs 8 weights; per group of g inputs: fp16 scale + 4-bit zero
+        g = ceil(d_in, s.group_size)
+        return [make_tensor(f"{base}.qweight", (*lead, ceil(d_in, 8), d_out), "I32", t.group),
+                make_tensor(f"{base}.qzeros", (*lead, g, ceil(d_out, 8)), "I32", t.group),
+                make_tensor(f"{base}.scales", (*lead, g, d_out), "F16", t.group)]
+    if s.kind == "nf4":
+        # bitsandbytes 4-bit: two weights per byte + fp32 absmax per 64-weight block + 16-entry code
+        n = t.numel
+        return [make_tensor(f"{base}.weight", (ceil(n, 2), 1), "U8", t.group),
+                make_tensor(f"{base}.weight.absmax", (ceil(n, 64),), "F32", t.group),
+                make_tensor(f"{base}.weight.quant_map", (16,), "F32", t.group)]
+    if s.kind == "mxfp4":
+        # OCP MX: 16 bytes of e2m1 pairs + one e8m0 scale byte per 32 weights (17 B / 32)
+        blocks = ceil(d_in, 32)
+        return [make_tensor(f"{base}_blocks", (*lead, d_out, blocks, 16), "U8", t.group),
+                make_tensor(f"{base}_scales", (*lead, d_out, blocks), "U8", t.group)]
+    if s.kind == "ggml":
+        return [make_tensor(t.name, t.shape, s.fmt, t.group)]
+    raise UsageError(f"Cannot quantise with scheme '{s.name}'.")
+
+
+def apply(tensors: Iterable[TensorInfo], s: Scheme) -> tuple[TensorInfo, ...]:
+    """Inventory under scheme `s`: quantisable matrices converted, other float tensors in keep_dtype."""
+    out: list[TensorInfo] = []
+    for t in tensors:
+        if s.kind == "float":
+            out.append(_as(t, s.fmt))
+        elif quantisable(t, s):
+            out.extend(quantise_tensor(t, s))
+        else:
+            keep = "F32" if s.kind == "ggml" and len(t.shape) < 2 else s.keep_dtype
+            out.append(_as(t, keep))
+    return tuple(out)
+
+
+def _as(t: TensorInfo, fmt: str) -> TensorInfo:
+    """`t` stored as float format `fmt`; integer tensors (packed weights, indices) stay as they are."""
+    if not dtypes.FORMATS[t.dtype].is_float or t.dtype == fmt:
+        return t
+    return make_tensor(t.name, t.shape, fmt, t.group)

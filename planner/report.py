@@ -1,0 +1,85 @@
+"""Rendering: ledgers and plans -> tables (tabulate) or JSON-ready dicts. All unit formatting lives here.
+
+Why: computation modules return integers of bytes and seconds; this is the one
+place that turns them into GiB/ms for people, and into the documented JSON
+schemas (bytes stay integers) for machines.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tabulate import tabulate
+
+from .memory import Ledger, ModelLedger
+
+
+def fmt_bytes(n: int | float | None) -> str:
+    """Bytes for people: binary units, 2 decimals (GiB), or '-'."""
+    if n is None:
+        return "-"
+    n = float(n)
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{int(n)} B"
+
+
+def fmt_count(n: int | None) -> str:
+    if n is None:
+        return "-"
+    for unit, size in (("T", 10**12), ("B", 10**9), ("M", 10**6), ("K", 10**3)):
+        if n >= size:
+            return f"{n / size:.2f}{unit}"
+    return str(n)
+
+
+def model_ledger_json(m: ModelLedger) -> dict[str, Any]:
+    return {"role": m.role, "id": m.id, "params_total": m.params_total, "params_active": m.params_active,
+            "weights_bytes": m.weights_bytes, "weights_dtype": m.weights_dtype,
+            "kv_bytes_per_token": m.kv_bytes_per_token, "kv_cache_bytes": m.kv_cache_bytes,
+            "state_bytes": m.state_bytes, "kv_dtype": m.kv_dtype, "context": m.context,
+            "activation_bytes": m.activation_bytes, "total_bytes": m.total_bytes,
+            "provenance": dict(m.provenance)}
+
+
+def ledger_json(ledger: Ledger, warnings: list[str] | None = None) -> dict[str, Any]:
+    """The `planner memory --json` schema (docs/usage.md)."""
+    s = ledger.settings
+    return {"context": s.context, "batch": s.batch, "engine": s.engine,
+            "models": [model_ledger_json(m) for m in ledger.models],
+            "overhead_bytes": ledger.overhead_bytes, "overhead_source": ledger.overhead_source,
+            "total_bytes": ledger.total_bytes, "warnings": list(warnings or [])}
+
+
+def ledger_table(ledger: Ledger) -> str:
+    """Rows = ledger terms, one column per model, plus where each figure came from."""
+    ms = ledger.models
+    headers = ["", *[f"{m.role}: {m.id}" for m in ms], "source"]
+
+    def row(label: str, values: list[str], source: str) -> list[str]:
+        return [label, *values, source]
+
+    t = ms[0]
+    s = ledger.settings
+    rows = [
+        row("parameters (total / active)", [f"{fmt_count(m.params_total)} / {fmt_count(m.params_active)}"
+                                             for m in ms], "header or config shapes"),
+        row("weights", [f"{fmt_bytes(m.weights_bytes)} ({m.weights_dtype})" for m in ms],
+            "; ".join(dict.fromkeys(m.provenance["weights"] for m in ms))),
+        row("KV per token", [f"{m.kv_bytes_per_token:,} B ({m.kv_dtype})" for m in ms],
+            "config shapes (window-full; fixed state excluded)"),
+        row(f"KV cache @ {s.context:,} tok x {s.batch}", [fmt_bytes(m.kv_cache_bytes) for m in ms],
+            t.provenance["kv_cache"]),
+    ]
+    if any(m.state_bytes for m in ms):
+        rows.append(row("  of which recurrent state", [fmt_bytes(m.state_bytes) for m in ms],
+                        "config shapes (per sequence, fixed)"))
+    rows += [
+        row("activations (peak)", [fmt_bytes(m.activation_bytes) for m in ms], t.provenance["activations"]),
+        row("model total", [fmt_bytes(m.total_bytes) for m in ms], "sum"),
+        row("runtime overhead (once)", [fmt_bytes(ledger.overhead_bytes)] + [""] * (len(ms) - 1),
+            ledger.overhead_source),
+        row("TOTAL", [fmt_bytes(ledger.total_bytes)] + [""] * (len(ms) - 1), f"{s.engine}"),
+    ]
+    return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)

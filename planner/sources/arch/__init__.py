@@ -1,0 +1,88 @@
+"""Architecture registry: HF `model_type` -> module with `Args` and `to_spec`.
+
+Adding a family means one file named after its model_type and one line in
+ARCHITECTURES (or ALIASES when an existing module already describes it).
+"""
+
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+from typing import Any
+
+from ...errors import UnsupportedArchitecture
+from .base import ArchSpec
+
+ARCHITECTURES: dict[str, str] = {
+    "llama": "llama",
+    "mistral": "mistral",
+    "mixtral": "mixtral",
+    "qwen2": "qwen2",
+    "qwen2_moe": "qwen2_moe",
+    "qwen3": "qwen3",
+    "qwen3_moe": "qwen3_moe",
+    "gemma": "gemma",
+    "gemma2": "gemma2",
+    "gemma3_text": "gemma3_text",
+    "phi3": "phi3",
+    "olmo2": "olmo2",
+    "deepseek_v2": "deepseek_v2",
+    "deepseek_v3": "deepseek_v3",
+    "gpt_oss": "gpt_oss",
+    "qwen3_next": "qwen3_next",
+    "qwen3_5_moe_text": "qwen3_5_moe_text",
+    "qwen3_5_text": "qwen3_5_text",
+    "nemotron_h": "nemotron_h",
+    "falcon_h1": "falcon_h1",
+}
+
+# model_types that reuse another module's description unchanged.
+ALIASES: dict[str, str] = {
+    "gemma3": "gemma3_text",  # only reached when a gemma3 config has no text_config
+    "kimi_k2": "deepseek_v3",
+    "granite": "llama",
+    "smollm3": "llama",
+    "olmo3": "olmo2",
+    "ministral": "mistral",
+    "phimoe": "mixtral",
+}
+
+# Keys the standard-decoder fallback needs.
+STANDARD_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+
+
+def supported() -> list[str]:
+    return sorted(set(ARCHITECTURES) | set(ALIASES))
+
+
+def get_arch(model_type: str) -> ModuleType | None:
+    """The module describing `model_type`, or None when it is not registered."""
+    name = ARCHITECTURES.get(ALIASES.get(model_type, model_type))
+    return importlib.import_module(f"{__name__}.{name}") if name else None
+
+
+def derive(config: dict[str, Any], *, origin: str = "config.json") -> tuple[ArchSpec, str, list[str]]:
+    """Config dict (text tower) -> (ArchSpec, architecture used, warnings).
+
+    An unregistered model_type falls back to the standard decoder keys with a warning;
+    if those are missing, it fails naming them.
+
+    Raises:
+        UnsupportedArchitecture: unknown model_type and standard keys missing.
+        ConfigError: a key has the wrong type or an implausible value.
+    """
+    model_type = str(config.get("model_type") or "")
+    module = get_arch(model_type)
+    warnings: list[str] = []
+    if module is None:
+        missing = [k for k in STANDARD_KEYS if config.get(k) is None]
+        if missing:
+            raise UnsupportedArchitecture(model_type or "(none)", supported(), missing, origin)
+        warnings.append(f"model_type '{model_type}' is not a supported architecture: sized with the standard "
+                        f"decoder keys (dense gated MLP, full attention unless layer_types say otherwise)")
+        module = importlib.import_module(f"{__name__}.llama")
+        arch_name = "generic"
+    else:
+        arch_name = module.__name__.rsplit(".", 1)[1]
+    args = module.Args.from_dict(config, origin=origin)
+    return module.to_spec(args, origin), arch_name, warnings

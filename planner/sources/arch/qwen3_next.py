@@ -1,0 +1,97 @@
+"""Qwen3-Next: 3 Gated-DeltaNet (linear attention) layers per gated full-attention layer, MoE.
+
+Linear-attention layers keep a fixed state per sequence (conv + delta-rule state),
+so only the full-attention layers (every `full_attention_interval`-th) grow with
+context. Qwen3.5 (`qwen3_5_moe_text`, `qwen3_5_text`) shares this layout.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...spec import FULL, NONE, LayerSpec, MoESpec
+from .base import ArchSpec, Tensors, config_dtype, require_positive, token_ids
+from .decoder import DecoderArgs, is_moe_layer
+
+
+@dataclass
+class Args(DecoderArgs):
+    """Qwen3NextConfig defaults."""
+
+    vocab_size: int = 151936
+    hidden_size: int = 2048
+    intermediate_size: int = 5632
+    num_hidden_layers: int = 48
+    num_attention_heads: int = 16
+    num_key_value_heads: int | None = 2
+    head_dim: int | None = 256
+    max_position_embeddings: int = 32768
+    full_attention_interval: int = 4
+    linear_conv_kernel_dim: int = 4
+    linear_key_head_dim: int = 128
+    linear_value_head_dim: int = 128
+    linear_num_key_heads: int = 16
+    linear_num_value_heads: int = 32
+    num_experts: int | None = 512
+    num_experts_per_tok: int | None = 10
+    moe_intermediate_size: int | None = 512
+    shared_expert_intermediate_size: int | None = 512
+    attn_output_gate: bool = True
+    mamba_ssm_dtype: str | None = None
+
+
+def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
+    require_positive(args, "hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size",
+                     "full_attention_interval", origin=origin)
+    h, nq = args.hidden_size, args.num_attention_heads
+    nkv, hd = args.num_key_value_heads or nq, args.head_dim or h // nq
+    dtype, known = config_dtype(args)
+    t = Tensors(dtype)
+    t.embeddings(args.vocab_size, h, args.tie_word_embeddings)
+    n = args.num_hidden_layers
+    if isinstance(args.layer_types, list) and len(args.layer_types) == n:
+        linear = [str(x) == "linear_attention" for x in args.layer_types]
+    else:
+        linear = [bool((i + 1) % args.full_attention_interval) for i in range(n)]
+    e = args.num_experts or 0
+    moe = MoESpec(e, args.num_experts_per_tok or 1, args.moe_intermediate_size or 0,
+                  1 if args.shared_expert_intermediate_size else 0,
+                  args.shared_expert_intermediate_size or 0) if e else None
+    layers = []
+    for i in range(n):
+        p = f"model.layers.{i}"
+        if linear[i]:
+            conv_dim, state = t.gated_deltanet(
+                f"{p}.linear_attn", hidden=h, k_heads=args.linear_num_key_heads,
+                v_heads=args.linear_num_value_heads, k_dim=args.linear_key_head_dim,
+                v_dim=args.linear_value_head_dim, kernel=args.linear_conv_kernel_dim)
+        else:
+            # gated attention: q_proj also emits a per-head output gate
+            t.attention(f"{p}.self_attn", hidden=h, q_heads=nq, kv_heads=nkv, head_dim=hd,
+                        qkv_bias=args.attention_bias, qk_norm="head", q_gate=args.attn_output_gate)
+        t.norm(f"{p}.input_layernorm", h)
+        t.norm(f"{p}.post_attention_layernorm", h)
+        sparse = moe is not None and is_moe_layer(args, i)
+        if sparse:
+            t.router(f"{p}.mlp", h, e)
+            t.experts(f"{p}.mlp", h, e, moe.expert_intermediate)
+            if moe.shared_intermediate:
+                t.mlp(f"{p}.mlp.shared_expert", h, moe.shared_intermediate)
+                t.add(f"{p}.mlp.shared_expert_gate.weight", (1, h), "other")
+        else:
+            t.mlp(f"{p}.mlp", h, args.intermediate_size)
+        ffn = dict(ffn="moe" if sparse else "dense",
+                   ffn_width=moe.expert_intermediate if sparse else args.intermediate_size)
+        if linear[i]:
+            layers.append(LayerSpec(attention=NONE, recurrent="linear_attention", conv_dim=conv_dim,
+                                    conv_kernel=args.linear_conv_kernel_dim, recurrent_state_elems=state,
+                                    q_heads=args.linear_num_value_heads, **ffn))
+        else:
+            layers.append(LayerSpec(attention=FULL, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd, **ffn))
+    notes = [] if known else ["config has no torch_dtype/dtype: weights assumed bf16"]
+    bos = token_ids(args.bos_token_id)
+    return ArchSpec(layers=tuple(layers), hidden=h, intermediate=args.intermediate_size, vocab=args.vocab_size,
+                    tied=args.tie_word_embeddings, max_context=args.max_position_embeddings, dtype=dtype,
+                    tensors=tuple(t.items), moe=moe, bos_token_id=bos[0] if bos else None,
+                    eos_token_ids=token_ids(args.eos_token_id), state_dtype=args.mamba_ssm_dtype,
+                    notes=tuple(notes), defaults_used=args.defaults_used)

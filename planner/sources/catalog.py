@@ -1,0 +1,61 @@
+"""The bundled model catalog: real public configs, addressable by HF id or alias.
+
+Why: everything must work offline. `catalogs/models/*.json` each hold a list of
+entries {"id", "aliases", "family", "source", "config", ...}; this module only
+finds entries, validation lives in the schema test.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+from ..constants import catalog_dir
+from ..errors import ConfigError
+from .jsonio import read_json
+
+
+def _norm(name: str) -> str:
+    return name.strip().lower()
+
+
+@lru_cache(maxsize=4)
+def _load(directory: str) -> tuple[tuple[dict[str, Any], ...], dict[str, int]]:
+    entries: list[dict[str, Any]] = []
+    index: dict[str, int] = {}
+    for path in sorted(Path(directory).glob("*.json")):
+        data = read_json(path, what="model catalog")
+        items = data.get("models") if isinstance(data, dict) else data
+        if not isinstance(items, list):
+            raise ConfigError(f"Cannot read model catalog '{path}': expected a list of models.", path)
+        for item in items:
+            if not isinstance(item, dict) or not isinstance(item.get("id"), str) \
+                    or not isinstance(item.get("config"), dict):
+                raise ConfigError(f"Cannot read model catalog '{path}': an entry lacks 'id' or 'config'.", path)
+            item = {**item, "_file": str(path)}
+            entries.append(item)
+            for key in [item["id"], item["id"].split("/")[-1], *item.get("aliases", [])]:
+                index.setdefault(_norm(key), len(entries) - 1)
+    return tuple(entries), index
+
+
+def entries() -> tuple[dict[str, Any], ...]:
+    """All catalog entries, in file order."""
+    return _load(str(catalog_dir() / "models"))[0]
+
+
+def find(ref: str) -> dict[str, Any] | None:
+    """The entry whose id, bare name (after the org) or alias equals `ref` (case-insensitive)."""
+    all_entries, index = _load(str(catalog_dir() / "models"))
+    i = index.get(_norm(ref))
+    return all_entries[i] if i is not None else None
+
+
+def suggestions(ref: str, limit: int = 3) -> list[str]:
+    """Catalog ids that look like `ref`, for 'did you mean' hints."""
+    import difflib
+
+    _, index = _load(str(catalog_dir() / "models"))
+    close = difflib.get_close_matches(_norm(ref), list(index), n=limit, cutoff=0.6)
+    return close

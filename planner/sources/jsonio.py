@@ -1,0 +1,73 @@
+"""Bounded, error-mapped reads of the small JSON files that describe a model.
+
+Why: config.json, generation_config.json, index and tokenizer files come from
+strangers. Each read is capped in size, and every failure becomes a `ConfigError`
+that names the file and what was wrong, never a traceback.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import Any
+
+from ..constants import JSON_MAX_BYTES
+from ..errors import ConfigError
+
+
+def _reject_constant(token: str) -> float:
+    # json accepts NaN/Infinity by default; no size or id in a model file may be one.
+    raise ValueError(f"non-finite number {token}")
+
+
+def parse_json(data: bytes | str, origin: str) -> Any:
+    """Parse JSON text from `origin`, rejecting NaN/Infinity and invalid UTF-8.
+
+    Raises:
+        ConfigError: if the text is not valid JSON.
+    """
+    try:
+        text = data.decode("utf-8") if isinstance(data, bytes) else data
+        return json.loads(text, parse_constant=_reject_constant)
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"Cannot read '{origin}': not UTF-8 text ({e.reason} at byte {e.start}).",
+                          origin) from e
+    except (ValueError, RecursionError) as e:
+        raise ConfigError(f"Cannot parse '{origin}': invalid JSON ({e}).", origin) from e
+
+
+def read_json(path: str | Path, *, max_bytes: int = JSON_MAX_BYTES, what: str = "JSON file") -> Any:
+    """Read and parse a JSON file no larger than `max_bytes`.
+
+    Raises:
+        ConfigError: missing, unreadable, too large or invalid.
+    """
+    p = Path(path)
+    try:
+        size = p.stat().st_size
+        if size > max_bytes:
+            raise ConfigError(f"Cannot read {what} '{p}': {size} bytes is larger than the {max_bytes}-byte "
+                              f"limit for this kind of file.", p)
+        with p.open("rb") as fh:
+            data = fh.read(max_bytes + 1)
+    except FileNotFoundError as e:
+        raise ConfigError(f"Cannot read {what} '{p}': file not found.", p) from e
+    except IsADirectoryError as e:
+        raise ConfigError(f"Cannot read {what} '{p}': it is a directory.", p) from e
+    except OSError as e:
+        raise ConfigError(f"Cannot read {what} '{p}': {e.strerror or e}.", p) from e
+    return parse_json(data, str(p))
+
+
+def read_json_object(path: str | Path, *, max_bytes: int = JSON_MAX_BYTES, what: str = "JSON file") -> dict:
+    """`read_json` that also requires a top-level object."""
+    obj = read_json(path, max_bytes=max_bytes, what=what)
+    if not isinstance(obj, dict):
+        raise ConfigError(f"Cannot use {what} '{path}': expected a JSON object at top level, got "
+                          f"{type(obj).__name__}.", path)
+    return obj
+
+
+def is_finite_number(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

@@ -1,0 +1,130 @@
+"""Where a model reference lives -> the raw files that describe it.
+
+Order (DESIGN.md, offline-first): an existing path (directory or .gguf) -> the
+local HF cache (the user's real files, no network) -> the bundled catalog -> the
+Hub (only when online). `.bin`/`.pt`/`.pth` weights are pickles: noticed, never opened.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..errors import ConfigError, HeaderError, ModelNotFound, OfflineError
+from . import catalog, hub
+from .jsonio import read_json_object
+from .safetensors import RawTensor, read_dir_tensors, read_index
+
+PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
+                   "vocab.json", "merges.txt", "chat_template.jinja", "chat_template.json")
+
+
+@dataclass
+class Located:
+    """The raw description of one model, before any interpretation."""
+
+    ref: str
+    source: str  # local | hf-cache | hub | catalog | gguf
+    config: dict[str, Any]
+    config_origin: str
+    path: Path | None = None
+    generation_config: dict[str, Any] | None = None
+    tensors: list[RawTensor] | None = None
+    tensor_files: list[str] = field(default_factory=list)
+    tokenizer_files: dict[str, Path] = field(default_factory=dict)
+    catalog_entry: dict[str, Any] | None = None
+    revision: str | None = None
+    notes: list[str] = field(default_factory=list)
+    gguf: Any = None  # GGUF header reader result, for .gguf sources
+
+
+def locate(ref: str, *, revision: str | None = None) -> Located:
+    """Find `ref` (path, HF id or catalog alias) and read its JSON files and weight headers.
+
+    Raises:
+        ModelNotFound: nothing matches `ref`.
+        OfflineError: only the Hub could answer and the network is off or unreachable.
+        ConfigError / HeaderError: the files found are invalid.
+    """
+    p = Path(ref).expanduser()
+    if p.is_dir():
+        return _from_dir(p, ref, source="local")
+    if p.is_file():
+        if p.suffix == ".gguf":
+            from .gguf import locate_gguf
+
+            return locate_gguf(p, ref)
+        if p.name == "config.json":
+            return _from_dir(p.parent, ref, source="local")
+        raise ModelNotFound(f"Cannot use '{ref}': a model is a directory with config.json, a .gguf file, a "
+                            f"Hugging Face id or a catalog name (got a {p.suffix or 'plain'} file).", ref)
+    if hub.looks_like_repo_id(ref):
+        snap = hub.cached_snapshot(ref, revision)
+        if snap is not None:
+            loc = _from_dir(snap, ref, source="hf-cache", partial_ok=True)
+            loc.revision = revision or snap.name
+            return loc
+    entry = catalog.find(ref) if revision is None else None
+    if entry is not None:
+        return _from_catalog(entry, ref)
+    if not hub.looks_like_repo_id(ref) or "/" not in ref:
+        hint = catalog.suggestions(ref)
+        extra = f" Did you mean: {', '.join(hint)}?" if hint else " See 'planner catalog' for bundled names."
+        raise ModelNotFound(f"Cannot find model '{ref}': no such file or directory, and not a bundled catalog "
+                            f"name or Hugging Face id (org/name).{extra}", ref)
+    try:
+        snap, tensors, rev = hub.fetch_from_hub(ref, revision)
+    except OfflineError:
+        raise
+    loc = _from_dir(snap, ref, source="hub", read_weights=False)
+    loc.tensors, loc.revision = tensors, rev
+    if tensors is not None:
+        loc.tensor_files = ["(Hub range reads)"]
+    return loc
+
+
+def _from_dir(d: Path, ref: str, *, source: str, partial_ok: bool = False, read_weights: bool = True) -> Located:
+    cfg_path = d / "config.json"
+    if not cfg_path.is_file():
+        ggufs = sorted(d.glob("*.gguf"))
+        hint = f" It holds GGUF files; pass one directly, e.g. '{ggufs[0]}'." if ggufs else ""
+        raise ConfigError(f"Cannot use model directory '{d}': it has no config.json.{hint}", cfg_path)
+    loc = Located(ref=ref, source=source, config=read_json_object(cfg_path, what="config.json"),
+                  config_origin=str(cfg_path), path=d)
+    gen = d / "generation_config.json"
+    if gen.is_file():
+        loc.generation_config = read_json_object(gen, what="generation_config.json")
+    loc.tokenizer_files = {n: d / n for n in TOKENIZER_FILES if (d / n).is_file()}
+    if read_weights:
+        _read_weights(loc, d, partial_ok)
+    return loc
+
+
+def _read_weights(loc: Located, d: Path, partial_ok: bool) -> None:
+    pickles = sorted(f.name for f in d.iterdir() if f.suffix in PICKLE_SUFFIXES and f.is_file())
+    index = d / "model.safetensors.index.json"
+    if partial_ok and index.is_file():
+        shards = set(read_index(index).values())
+        if not all((d / s).is_file() for s in shards):
+            loc.notes.append("the cache holds only part of the safetensors shards: weights computed from config")
+            return
+    try:
+        found = read_dir_tensors(d)
+    except HeaderError:
+        raise
+    if found is not None:
+        loc.tensors, loc.tensor_files = found[0], found[1]
+    elif pickles:
+        loc.notes.append(f"weights only as pickle files ({', '.join(pickles[:3])}): never opened (unsafe); "
+                         f"weights computed from config")
+
+
+def _from_catalog(entry: dict[str, Any], ref: str) -> Located:
+    loc = Located(ref=ref, source="catalog", config=dict(entry["config"]),
+                  config_origin=f"catalog:{entry['id']} ({entry.get('source', 'source unknown')})",
+                  catalog_entry=entry)
+    if isinstance(entry.get("generation_config"), dict):
+        loc.generation_config = entry["generation_config"]
+    return loc
