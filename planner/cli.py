@@ -45,72 +45,37 @@ def warn(msg: str) -> None:
     typer.echo(f"warning: {msg}", err=True)
 
 
-@app.command()
-def memory(
-    model: ModelArg,
-    draft: DraftOpt = None,
-    context: ContextOpt = "4096",
-    batch: BatchOpt = 1,
-    engine: EngineOpt = "transformers",
-    kv_dtype: KvDtypeOpt = None,
-    weights_dtype: WeightsDtypeOpt = None,
-    group_size: GroupSizeOpt = 128,
-    revision: RevisionOpt = None,
-    overhead: OverheadOpt = None,
-    as_json: JsonOpt = False,
-) -> None:
-    """Memory ledger of a target (and optional draft): weights, KV cache, activations, overhead.
+def _click_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
+    """Usage/Abort exception classes of the click typer runs on (vendored `typer._click` or click)."""
+    import importlib
 
-    Examples:
-      planner memory llama-3.1-8b --context 8k
-      planner memory Qwen/Qwen2.5-7B-Instruct --draft Qwen/Qwen2.5-0.5B-Instruct --engine vllm --json
-      planner memory ./my-model --kv-dtype q8_0 --engine llama.cpp
-    """
-    from . import memory as mem
-    from . import report
-    from .sources import load_spec
-    from .units import parse_bytes, parse_tokens
-
-    settings = mem.Settings(context=parse_tokens(context), batch=batch, engine=engine, kv_dtype=kv_dtype,
-                            weights_dtype=weights_dtype, group_size=group_size,
-                            overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None)
-    target = load_spec(model, revision=revision)
-    dspec = load_spec(draft) if draft else None
-    warnings = [f"{s.id}: {w}" for s in (target, dspec) if s for w in s.warnings]
-    ledger = mem.ledger(target, settings, dspec)
-    if as_json:
-        emit(report.ledger_json(ledger, warnings))
-        return
-    for w in warnings:
-        warn(w)
-    typer.echo(report.ledger_table(ledger))
+    usage, abort = [], []
+    for name in ("typer._click.exceptions", "click.exceptions"):
+        try:
+            mod = importlib.import_module(name)
+        except ImportError:
+            continue
+        usage += [mod.UsageError] if hasattr(mod, "UsageError") else []
+        abort += [mod.Abort] if hasattr(mod, "Abort") else []
+    abort.append(typer.Abort)
+    return tuple(usage), tuple(abort)
 
 
-@app.command("catalog")
-def catalog_cmd(as_json: JsonOpt = False) -> None:
-    """List the bundled models (usable offline by id or alias).
+def _register() -> None:
+    """Import command modules: each adds its commands to `app` (one module per face)."""
+    import importlib
 
-    Examples:
-      planner catalog
-      planner catalog --json
-    """
-    from tabulate import tabulate
+    for name in COMMAND_MODULES:
+        importlib.import_module(f"{__package__}.commands.{name}")
 
-    from .sources import catalog
 
-    rows = [{"id": e["id"], "aliases": e.get("aliases", []), "family": e.get("family"),
-             "source": e.get("source")} for e in catalog.entries()]
-    if as_json:
-        emit(rows)
-        return
-    typer.echo(tabulate([[r["id"], ", ".join(r["aliases"]), r["family"]] for r in rows],
-                        headers=["id", "aliases", "family"]))
+COMMAND_MODULES = ("memory", "catalog")
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: maps PlannerError to one stderr line and exit 2."""
-    import click
-
+    usage_errors, aborts = _click_exceptions()
+    _register()
     try:
         rc = app(args=argv, standalone_mode=False)
     except PlannerError as e:
@@ -118,10 +83,10 @@ def main(argv: list[str] | None = None) -> None:
             raise
         typer.echo(f"error: {e}", err=True)
         sys.exit(2)
-    except click.exceptions.UsageError as e:
+    except usage_errors as e:
         e.show()
         sys.exit(2)
-    except click.exceptions.Abort:
+    except aborts:
         typer.echo("aborted", err=True)
         sys.exit(130)
     except KeyboardInterrupt:

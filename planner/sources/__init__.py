@@ -56,7 +56,7 @@ def spec_from_located(loc: Located) -> ModelSpec:
     active = _active(arch, logical, total)
     provenance: dict[str, str] = {}
     origin_label = {"local": "config.json", "hf-cache": "config.json (HF cache)", "hub": "config.json (Hub)",
-                    "catalog": f"catalog config ({(loc.catalog_entry or {}).get('source', '?')})"}[loc.source]
+                    "catalog": "catalog config"}[loc.source]
     if loc.tensors is not None:
         inv = inventory_from_header(loc.tensors, n_layers=len(arch.layers), tied=arch.tied,
                                     logical=(total, active),
@@ -73,6 +73,8 @@ def spec_from_located(loc: Located) -> ModelSpec:
         provenance["weights"] = f"config shapes ({origin_label})" + (f", {scheme.name} per quantization_config"
                                                                      if scheme else "")
     provenance["shapes"] = origin_label
+    if loc.catalog_entry:
+        provenance["config_source"] = str(loc.catalog_entry.get("source", "unknown"))
     provenance["dtype"] = "config torch_dtype/dtype" if text.get("torch_dtype") else "assumed bf16 (no dtype key)"
     if arch.defaults_used and arch_name != "generic":
         provenance["defaults"] = f"transformers {arch_name} defaults for absent keys"

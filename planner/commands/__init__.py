@@ -1,0 +1,1 @@
+"""CLI commands, one module per face; each registers on `planner.cli.app`."""

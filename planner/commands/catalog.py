@@ -1,0 +1,28 @@
+"""`planner catalog`: the bundled models."""
+
+from __future__ import annotations
+
+import typer
+
+from ..cli import JsonOpt, app, emit
+
+
+@app.command("catalog")
+def catalog_cmd(as_json: JsonOpt = False) -> None:
+    """List the bundled models (usable offline by id or alias).
+
+    Examples:
+      planner catalog
+      planner catalog --json
+    """
+    from tabulate import tabulate
+
+    from ..sources import catalog
+
+    rows = [{"id": e["id"], "aliases": e.get("aliases", []), "family": e.get("family"),
+             "source": e.get("source")} for e in catalog.entries()]
+    if as_json:
+        emit(rows)
+        return
+    typer.echo(tabulate([[r["id"], ", ".join(r["aliases"]), r["family"]] for r in rows],
+                        headers=["id", "aliases", "family"]))

@@ -1,0 +1,40 @@
+"""Shared fixtures: reference configs, offline by default, a scratch HF cache per test."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+
+FIXTURES = Path(__file__).parent / "fixtures"
+CONFIGS = FIXTURES / "configs"
+
+
+@pytest.fixture(autouse=True)
+def _offline(monkeypatch, tmp_path_factory):
+    """Tests never touch the network or the user's HF cache unless they opt in."""
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path_factory.mktemp("hf-cache")))
+    monkeypatch.delenv("SPEC_PLANNER_OFFLINE", raising=False)
+
+
+def model_dir(tmp_path: Path, name: str, **overrides) -> Path:
+    """A model directory holding the reference config `name` (tests/fixtures/configs/<name>.json)."""
+    cfg = json.loads((CONFIGS / f"{name}.json").read_text())
+    cfg.update(overrides)
+    d = tmp_path / name
+    d.mkdir(parents=True, exist_ok=True)
+    (d / "config.json").write_text(json.dumps(cfg))
+    return d
+
+
+@pytest.fixture
+def make_model_dir(tmp_path):
+    return lambda name, **kw: model_dir(tmp_path, name, **kw)
+
+
+def copy_fixture(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst)
+    return dst
