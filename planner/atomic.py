@@ -1,0 +1,51 @@
+"""Write output files atomically and never over an input.
+
+Why: reports, profiles and JUnit files are written by CI jobs that may be killed;
+a half-written file must never replace a good one (temp file in the same
+directory + os.replace), and `--out` must not clobber a model or policy file the
+same command reads.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterable
+from pathlib import Path
+
+from .errors import UsageError
+
+
+def atomic_write(path: str | Path, data: str | bytes, *, inputs: Iterable[str | Path] = ()) -> Path:
+    """Write `data` to `path` via a temp file + rename.
+
+    Raises:
+        UsageError: `path` is one of `inputs`, a directory, or cannot be written.
+    """
+    p = Path(path)
+    target = p.resolve()
+    for i in inputs:
+        try:
+            if Path(i).resolve() == target:
+                raise UsageError(f"Cannot write '{p}': it is also an input of this command. Choose another --out.")
+        except OSError:
+            continue
+    if p.is_dir():
+        raise UsageError(f"Cannot write '{p}': it is a directory (expected a file path).")
+    raw = data.encode() if isinstance(data, str) else data
+    parent = p.parent if str(p.parent) else Path(".")
+    try:
+        parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=parent)
+        try:
+            with os.fdopen(fd, "wb") as fh:
+                fh.write(raw)
+                fh.flush()
+                os.fsync(fh.fileno())
+            os.replace(tmp, p)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+    except OSError as e:
+        raise UsageError(f"Cannot write '{p}': {e.strerror or e}.") from e
+    return p
