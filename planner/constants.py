@@ -96,3 +96,136 @@ OVERHEAD_SOURCES = {
     "mlx": "MLX/Metal: no per-device context counted; usable share is set by the machine",
 }
 ENGINES = ("transformers", "vllm", "sglang", "llama.cpp", "mlx")
+
+# --- fit: per-device budgets (planner/fit.py, planner/machine.py) ---------------
+# Share of each GPU an engine may fill: vLLM gpu_memory_utilization 0.9; SGLang sizes
+# mem_fraction_static per GPU (server_args.py, ~0.8-0.9), taken as vLLM's 0.9; llama.cpp,
+# transformers and MLX use the whole device (llama.cpp keeps its own margin, below).
+GPU_UTILIZATION = {"vllm": VLLM_GPU_UTILIZATION, "sglang": VLLM_GPU_UTILIZATION,
+                   "llama.cpp": 1.0, "transformers": 1.0, "mlx": 1.0}
+# Kept free on every device: llama.cpp --fit leaves 1024 MiB per device (common/fit.cpp).
+DEVICE_MARGIN_BYTES = {"llama.cpp": LLAMACPP_FIT_MARGIN_BYTES}
+# Apple silicon GPU share of unified memory (Metal recommendedMaxWorkingSetSize) when the
+# machine does not say: 2/3 below 64 GiB, 3/4 from 64 GiB (measured: 16 and 32 GiB -> 2/3,
+# llama-cpp-python #687 and llama.cpp PR #2011; 64 GiB -> ~48 GiB, llama.cpp #1870).
+APPLE_WORKING_SET_FRACTION_SMALL = 2 / 3
+APPLE_WORKING_SET_FRACTION_LARGE = 0.75
+APPLE_WORKING_SET_LARGE_FROM_BYTES = 64 * GiB
+# CPU-only runs: share of RAM usable after OS headroom when the machine does not say (assumed).
+CPU_USABLE_FRACTION = 0.9
+# Runtime overhead of Metal and CPU-only runs: no CUDA context; the engine's host buffers are in
+# the activations term and the OS share is outside the budget already (usable fraction). Assumed 0.
+HOST_OVERHEAD_BYTES = 0
+# Extra non-torch memory per device when tensor parallel > 1 (NCCL and custom all-reduce buffers):
+# vLLM PR #10511 measured non_torch_memory 1.79 GiB at TP1 and 3.58 GiB at TP2 per worker.
+# SGLang and torch.distributed (transformers) use the same NCCL stack: assumed equal.
+# llama.cpp's row split copies through its own backend buffers (no NCCL); MLX runs on one device.
+TP_COMM_BYTES = {"vllm": 1833 * MiB, "sglang": 1833 * MiB, "transformers": 1833 * MiB,
+                 "llama.cpp": 0, "mlx": 0}
+# Machine detection: how long nvidia-smi/sysctl may take, and how much of their output is read.
+DETECT_TIMEOUT_S = 10.0
+DETECT_OUTPUT_MAX_BYTES = 1 * MiB
+# A machine description file (catalogs/machines/*.json or --machine FILE) is small.
+MACHINE_JSON_MAX_BYTES = 1 * MiB
+# Search bounds: largest batch tried, most GPUs a "more GPUs" suggestion considers.
+FIT_MAX_BATCH = 1 << 16
+FIT_MAX_GPUS = 16
+
+# --- GGUF headers (planner/sources/gguf_header.py) ----------------------------
+# Every count or length read from a GGUF file is checked against the bytes left in the file
+# first, then against these caps, before anything is allocated. Real files: ~40 keys, a few
+# thousand tensors, vocabularies up to ~262k tokens (merges ~500k), chat templates < 1 MiB.
+GGUF_MAX_KV = 1 << 20
+GGUF_MAX_TENSORS = 1 << 20
+GGUF_MAX_STRING_BYTES = 64 * MiB
+GGUF_MAX_ARRAY_LEN = 1 << 24  # = MAX_VOCAB: the largest array a real file holds is its vocabulary
+GGUF_MAX_ARRAY_DEPTH = 3  # arrays of arrays (gguf-py writes them; llama.cpp itself rejects them)
+GGUF_MAX_TENSOR_DIMS = 4  # GGML_MAX_DIMS (ggml/include/ggml.h)
+GGUF_MAX_SPLITS = 1024  # split.count is a u16 in gguf-split; no published model needs more
+
+
+def gguf_test_dir() -> Path:
+    """Where tests and benchmarks find the real GGUF files: SPEC_PLANNER_GGUF_DIR, else <repo>/.cache/gguf.
+
+    scripts/fetch_ggufs.py downloads and unpacks them there.
+    """
+    override = os.environ.get("SPEC_PLANNER_GGUF_DIR")
+    if override:
+        return Path(override).expanduser()
+    return Path(__file__).resolve().parent.parent / ".cache" / "gguf"
+
+# --- probe (planner/probe, planner/profile.py) -------------------------------
+# Whole-probe time budget, seconds: a CPU probe must finish in about a minute; accelerators
+# get longer because the models probed there are larger (random init of their weights takes time).
+PROBE_BUDGET_S = {"cpu": 60.0, "cuda": 120.0, "mps": 120.0}
+# Memory left free when sizing what the probe may allocate: a fraction of what is available
+# plus a fixed reserve (allocator slack, the torch CUDA context, the OS).
+PROBE_MEMORY_FRACTION = 0.85
+PROBE_MEMORY_RESERVE_BYTES = 512 * MiB
+# Repeats per timed point (median taken) and untimed warm-up calls before them.
+PROBE_REPEATS = 7
+PROBE_WARMUP = 2
+# Caps on files the probe reads: profiles, imported benchmark output, calibration prompts.
+PROFILE_MAX_BYTES = 4 * MiB
+PROBE_IMPORT_MAX_BYTES = 16 * MiB
+PROBE_PROMPTS_MAX_BYTES = 4 * MiB
+# Diagnosis thresholds (planner/profile.py). Verification slope s = (t_v(n)/t_v(1) - 1)/(n - 1):
+# 0 = batch-parallel (flat), 1 = n sequential single-token forwards (the quantised-Metal failure).
+VERIFY_SLOPE_WARN = 0.25
+VERIFY_SLOPE_BAD = 0.5
+# Draft step relative to a target step, c = t_d / t_v(1). With flat verification and perfect
+# acceptance the speed-up is at most (K+1)/(1+Kc) < 1/c, so c >= 0.5 caps it below 2x at any K and
+# alpha 0.7 gives at most ~1.13x (K=1); at c = 0.25, alpha 0.7 gives at most ~1.46x (K=2).
+DRAFT_RATIO_WARN = 0.25
+DRAFT_RATIO_BAD = 0.5
+
+# --- speed model: roofline overhead and acceptance priors (planner/roofline.py, acceptance.py) ---
+# Per-forward engine overhead added to a roofline time: (seconds per forward, seconds per layer).
+#  - transformers (eager PyTorch, no CUDA graphs): Llama-2-7B bf16 on A100 ran 25.5 tok/s eager vs
+#    107 tok/s with torch.compile + CUDA graphs, "heavily CPU overhead bound" (PyTorch blog "GPT, Fast",
+#    2023): (1/25.5 - 1/107) s / 32 layers = 0.933 ms per layer.
+#  - llama.cpp: per-op kernel launches; CUDA graphs removed (1/138.31 - 1/146.81) s per token for
+#    LLaMA-2-7B q4_0 on an RTX 4090 (PR #6766) = 0.419 ms / 32 layers = 13.1 us per layer (an upper
+#    bound on CUDA builds with graphs; the cost on Metal/CPU backends, which launch per op).
+#  - vLLM: per-step CPU work (scheduler, input prep, sampler) outside the CUDA graph: V1 TPOT of
+#    2.64-2.73 ms for Llama-3.2-1B (PR #17866) is ~2 ms above its ~0.7 ms weight read on an H100-class
+#    GPU; V0 showed ~4 ms GPU bubbles per decode step (RFC #6854). 2 ms taken.
+#  - SGLang: assumed equal to vLLM (same design: CUDA-graph forward + Python scheduler).
+#  - MLX: lazy graph construction, 1450 graphs/s for Mistral-7B 4-bit (ml-explore/mlx PR #871)
+#    = 0.69 ms per forward / 32 layers = 21.6 us per layer.
+ENGINE_FORWARD_OVERHEAD_S = {
+    "transformers": (0.0, (1 / 25.5 - 1 / 107) / 32),
+    "llama.cpp": (0.0, (1 / 138.31 - 1 / 146.81) / 32),
+    "vllm": (2.0e-3, 0.0),
+    "sglang": (2.0e-3, 0.0),
+    "mlx": (0.0, 1 / 1450.453 / 32),
+}
+ENGINE_FORWARD_OVERHEAD_SOURCES = {
+    "transformers": "eager PyTorch launch overhead 0.93 ms/layer (PyTorch blog 'GPT, Fast': 25.5 vs 107 tok/s)",
+    "llama.cpp": "kernel launches 13.1 us/layer (llama.cpp PR #6766: CUDA graphs 138.31 -> 146.81 t/s, RTX 4090)",
+    "vllm": "per-step CPU work ~2 ms (vLLM PR #17866 TPOT 2.6-2.7 ms for a 1B model; RFC #6854 ~4 ms in V0)",
+    "sglang": "assumed equal to vLLM's per-step overhead (~2 ms)",
+    "mlx": "graph construction 0.69 ms per Mistral-7B forward, 21.6 us/layer (ml-explore/mlx PR #871)",
+}
+# Acceptance priors (alpha, low, high) when the pairs catalog has nothing usable for a family pair.
+PRIOR_SAME_FAMILY = (0.7, 0.5, 0.9)
+PRIOR_SAME_FAMILY_SOURCE = ("assumed: same-family default; the bundled catalogs/pairs same-family "
+                            "measurements convert to alpha between about 0.58 and 0.89")
+PRIOR_CROSS_FAMILY = (0.3, 0.05, 0.65)
+PRIOR_CROSS_FAMILY_SOURCE = ("assumed: cross-family pairs need a vocabulary translation; published TLI "
+                             "acceptance fell from ~0.80 at 100% vocabulary overlap to 0.25 at 79.8% and 0.15 "
+                             "at 69.6% (vLLM PR #38174)")
+# A single published number is one workload: its prior interval is at least this wide on each side.
+PRIOR_MIN_HALF_WIDTH = 0.05
+
+
+# --- pairing advice (planner/pairing.py) --------------------------------------
+# Draft size heuristics (DESIGN.md "Family advice"): usual drafts are the 0.5B-3B classes (bounds
+# widened so Qwen2.5-0.5B's 0.49B and Llama-3.2-3B's 3.21B count) and well under a tenth of the
+# target's (active) parameters. Up to a fifth is still common (Llama-3.1-8B + 3.2-1B is 15% and gave
+# 1.71x in llama.cpp #5877). A draft of half the target's size costs about half a target step
+# (memory-bound decode), so even perfect acceptance caps the speed-up at (K+1)/(1+K/2) < 2.
+PAIR_DRAFT_TYPICAL_PARAMS = (400_000_000, 3_500_000_000)
+PAIR_DRAFT_RATIO_TYPICAL = 0.1
+PAIR_DRAFT_RATIO_WARN = 0.2
+PAIR_DRAFT_RATIO_MAX = 0.5

@@ -1,0 +1,234 @@
+"""Roofline forward costs, for machines that are not at hand (every figure labelled "roofline").
+
+Why: the speed model needs t_v(n) and t_d. On the user's own machine a probe measures
+them; for a machine only known from its catalogue figures (bandwidth, peak FLOP/s)
+the best we can say is the roofline bound plus a named per-forward engine overhead:
+
+  t(n, C) = max(bytes_moved / bandwidth, flops / peak_flops) + engine overhead
+  bytes_moved = weights read once per forward (MoE: only the experts the n tokens touch)
+              + KV cache read for the C-token prefix + KV written for the n new tokens
+  flops       = 2 * active params * n + sum over attention layers of 4 * n * C * q_heads * head_dim
+
+It is a lower bound on real kernels (they reach 60-90% of peak bandwidth) and
+assumes decode is one sequence; say so wherever it is shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+from . import memory, quant
+from .constants import ENGINE_FORWARD_OVERHEAD_S, ENGINE_FORWARD_OVERHEAD_SOURCES
+from .errors import MachineError, UsageError
+from .memory import Settings
+from .spec import CHUNKED, NONE, SLIDING, ModelSpec, TensorInfo
+
+LABEL = "roofline"
+
+
+class MachineLike(Protocol):
+    """What the roofline needs from a machine (catalogs/machines/<slug>.json figures)."""
+
+    bandwidth_bytes_per_s: float
+    peak_flops: Mapping[str, float]  # keys: "bf16", "fp16", "fp8", "int8"
+
+
+@dataclass(frozen=True)
+class Roof:
+    """A minimal MachineLike for callers holding raw figures (tests, a JSON dict)."""
+
+    bandwidth_bytes_per_s: float
+    peak_flops: Mapping[str, float]
+    name: str = "machine"
+
+
+@dataclass(frozen=True)
+class ForwardCost:
+    """One forward of n new tokens of one sequence on a C-token KV prefix."""
+
+    seconds: float  # max(memory_s, compute_s) + overhead_s
+    memory_s: float
+    compute_s: float
+    overhead_s: float
+    bytes_moved: int
+    weight_bytes: int
+    kv_bytes: int
+    flops: float
+    bound: str  # "memory" | "compute"
+    n: int
+    context: int
+    source: str  # always starts with "roofline"
+
+
+# --- bytes ----------------------------------------------------------------------
+
+def expected_experts_touched(experts: int, per_token: int, n: int) -> float:
+    """Distinct routed experts one MoE layer reads for n tokens, under uniform routing.
+
+    # E[distinct] = E_total * (1 - (1 - k/E_total)**n)   (each expert missed by all n tokens w.p. (1-k/E)**n)
+    """
+    if experts <= 0:
+        return 0.0
+    return experts * (1.0 - (1.0 - per_token / experts) ** n)
+
+
+def weight_bytes_read(spec: ModelSpec, s: Settings, n: int) -> int:
+    """Weight bytes one forward of n tokens reads.
+
+    # resident weights (memory.weights, after any --weights-dtype override)
+    #  - routed experts not touched: experts_bytes * (1 - distinct(n)/E)
+    #  - an untied input embedding (a row gather): table - n rows; tied tables are read whole by the lm_head
+    #  - vision/audio towers (resident, idle while decoding text)
+    """
+    total, _, _ = memory.weights(spec, s)
+    groups = _bytes_by_group(_tensors(spec, s))
+    skip = groups.get("vision", 0)
+    if spec.moe and groups.get("experts"):
+        touched = expected_experts_touched(spec.moe.experts, spec.moe.experts_per_token, n) / spec.moe.experts
+        skip += round(groups["experts"] * (1.0 - touched))
+    emb = groups.get("embedding", 0)
+    if emb and not spec.tied_embeddings and spec.vocab:
+        skip += emb - emb * min(n, spec.vocab) // spec.vocab  # keep the n gathered rows
+    return total - skip
+
+
+def kv_bytes_moved(spec: ModelSpec, s: Settings, context: int, n: int) -> int:
+    """KV (and recurrent state) bytes one forward reads and writes.
+
+    # read: the cache of a C-token prefix (memory.kv_cache: engine layout, sliding windows,
+    #       MLA latent, recurrent state) ; write: n new rows per attention layer + the state again
+    # kv row bytes/token/layer = kv_heads * (head_dim_k + head_dim_v) * kv dtype bytes
+    """
+    one = replace(s, batch=1, context=context)
+    read, state = memory.kv_cache(spec, one, context)
+    fmt = memory.kv_format(one.kv_dtype, spec.dtype, one.engine)
+    rows = sum(memory.layer_token_bytes(layer, fmt, one.engine) for layer in spec.layers if layer.has_kv)
+    return read + n * rows + state
+
+
+# --- FLOPs -----------------------------------------------------------------------
+
+def forward_flops(spec: ModelSpec, context: int, n: int) -> float:
+    """FLOPs of one forward of n tokens on a C-token prefix.
+
+    # matmuls: 2 * active params * n (an untied input embedding is a gather, not a matmul)
+    # attention per layer: QK^T + PV = 2 * n * C_eff * q_heads * (head_dim_k + head_dim_v)
+    #   (= 4 * n * C * q_heads * head_dim when K and V heads match); C_eff = min(C, window) on
+    #   sliding/chunked layers; recurrent-only layers add none
+    """
+    params = spec.params_active - (0 if spec.tied_embeddings else spec.vocab * spec.hidden)
+    attention = 0
+    for layer in spec.layers:
+        if layer.attention == NONE:
+            continue
+        span = min(context, layer.window) if layer.attention in (SLIDING, CHUNKED) and layer.window else context
+        attention += 2 * n * span * layer.q_heads * (layer.head_dim_k + layer.head_dim_v)
+    return 2.0 * max(params, 0) * n + attention
+
+
+def peak_flops_for(spec: ModelSpec, s: Settings, machine: MachineLike, compute_dtype: str | None = None) -> tuple[float, str]:
+    """Peak FLOP/s of the machine for this model's matmuls, and the key used.
+
+    fp8 weights run fp8 matmuls; every other weight format (bf16, fp16, int8/int4/GGUF weight-only)
+    computes in the activation dtype: bf16 unless the model is fp16.
+
+    Raises:
+        MachineError: the machine lists no usable peak.
+    """
+    key = compute_dtype
+    if key is None:
+        w_fmt = memory.weights(spec, s)[1]
+        key = "fp8" if w_fmt.startswith("F8") else ("fp16" if spec.dtype == "F16" else "bf16")
+    peaks = machine.peak_flops or {}
+    for k in (key, "bf16", "fp16"):
+        v = peaks.get(k)
+        if v:
+            return float(v), k
+    raise MachineError(f"Cannot compute a roofline for '{getattr(machine, 'name', 'machine')}': no peak FLOP/s "
+                       f"for {key} (expected peak_flops with one of {key}, bf16, fp16; got {dict(peaks)}). "
+                       f"Add it to the machine's catalogue entry.")
+
+
+# --- overhead and the composed cost -----------------------------------------------------
+
+def engine_overhead_s(engine: str, n_layers: int) -> tuple[float, str]:
+    """Per-forward engine overhead (named default per engine) and its source.
+
+    # overhead = fixed per forward + per layer * n_layers   (constants.ENGINE_FORWARD_OVERHEAD_S)
+    """
+    key = memory.canonical_engine(engine)
+    fixed, per_layer = ENGINE_FORWARD_OVERHEAD_S[key]
+    return fixed + per_layer * n_layers, ENGINE_FORWARD_OVERHEAD_SOURCES[key]
+
+
+def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int, settings: Settings | None = None,
+                 overhead_s: float | None = None, compute_dtype: str | None = None) -> ForwardCost:
+    """Roofline time of one forward of n new tokens of one sequence on a `context`-token KV prefix.
+
+    Args:
+        spec: the model.
+        machine: anything with bandwidth_bytes_per_s and peak_flops (see MachineLike).
+        n: new tokens in the forward (1 for decode / a draft step, K+1 for verification).
+        context: tokens already in the KV cache.
+        settings: engine, KV dtype, weights override (batch and context are taken from here).
+        overhead_s: per-forward overhead; None = the engine's named default.
+        compute_dtype: peak_flops key to use (default from the weights' format).
+
+    Returns:
+        ForwardCost with the bytes, FLOPs, which roof binds and the source text.
+
+    Raises:
+        UsageError: n < 1 or context < 1; MachineError: no bandwidth or peak.
+    """
+    if n < 1 or context < 1:
+        raise UsageError(f"Cannot cost a forward of n={n} tokens on a {context}-token prefix: both must be >= 1.")
+    s = settings or Settings(context=context)
+    bw = float(machine.bandwidth_bytes_per_s or 0)
+    if bw <= 0:
+        raise MachineError(f"Cannot compute a roofline for '{getattr(machine, 'name', 'machine')}': "
+                           f"bandwidth_bytes_per_s is {machine.bandwidth_bytes_per_s} (expected > 0).")
+    peak, key = peak_flops_for(spec, s, machine, compute_dtype)
+    w = weight_bytes_read(spec, s, n)
+    kv = kv_bytes_moved(spec, s, context, n)
+    flops = forward_flops(spec, context, n)
+    mem_s, comp_s = (w + kv) / bw, flops / peak
+    if overhead_s is None:
+        overhead_s, why = engine_overhead_s(s.engine, spec.n_layers)
+    else:
+        why = "given"
+    bound = "memory" if mem_s >= comp_s else "compute"
+    src = (f"{LABEL}: max({w + kv} B / {bw:.4g} B/s, {flops:.4g} FLOP / {peak:.4g} FLOP/s {key}) "
+           f"+ {overhead_s * 1e3:.3g} ms overhead ({why})")
+    return ForwardCost(seconds=max(mem_s, comp_s) + overhead_s, memory_s=mem_s, compute_s=comp_s,
+                       overhead_s=overhead_s, bytes_moved=w + kv, weight_bytes=w, kv_bytes=kv, flops=flops,
+                       bound=bound, n=n, context=context, source=src)
+
+
+def verify_curve(spec: ModelSpec, machine: MachineLike, *, context: int, n_max: int,
+                 settings: Settings | None = None, overhead_s: float | None = None) -> tuple[float, ...]:
+    """Roofline t_v(n) for n = 1..n_max (index n-1), ready for speed.predict(verify_s=...)."""
+    return tuple(forward_cost(spec, machine, n=n, context=context, settings=settings,
+                              overhead_s=overhead_s).seconds for n in range(1, n_max + 1))
+
+
+def draft_step_s(spec: ModelSpec, machine: MachineLike, *, context: int, settings: Settings | None = None,
+                 overhead_s: float | None = None) -> float:
+    """Roofline t_d: one draft forward of one token on the same prefix."""
+    return forward_cost(spec, machine, n=1, context=context, settings=settings, overhead_s=overhead_s).seconds
+
+
+# --- helpers -----------------------------------------------------------------------
+
+def _tensors(spec: ModelSpec, s: Settings) -> Iterable[TensorInfo]:
+    if s.weights_dtype:
+        return quant.apply(spec.weights.tensors, quant.parse_scheme(s.weights_dtype, group_size=s.group_size))
+    return spec.weights.tensors
+
+
+def _bytes_by_group(tensors: Iterable[TensorInfo]) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for t in tensors:
+        out[t.group] = out.get(t.group, 0) + t.nbytes
+    return out

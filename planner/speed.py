@@ -1,0 +1,380 @@
+"""Will speculation be faster? The pure speed model (DESIGN.md "Speed model").
+
+Why a chain of small functions: every step of the argument is one closed form
+that a test can check by hand, and `predict()` only composes them. Inputs are
+measured (or roofline) costs and an acceptance rate; nothing here does I/O.
+
+  t_round(K) = K * t_d + t_v(K+1) + t_o                     (one draft-verify round)
+  E(K)       = (1 - a**(K+1)) / (1 - a)                      (tokens per round, bonus included)
+  S(K)       = E(K) * t_v(1) / t_round(K)                    (speed-up over plain decoding)
+
+`verify_s[n-1]` is t_v(n): one target forward of n new tokens of ONE sequence on a
+KV prefix of the deployment context. Curves can be jagged or non-monotonic, so the
+best K is searched over the measured vector; nothing assumes convexity.
+
+Example:
+    >>> p = predict([0.02] * 12, 0.001, 0.7)        # flat verify cost, t_d/t_v(1) = 0.05
+    >>> p.k_best, round(p.speedup, 2), p.verdict
+    (6, 2.35, 'faster')
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from .constants import DRAFT_RATIO_WARN, VERIFY_SLOPE_WARN
+from .errors import UsageError
+
+if TYPE_CHECKING:
+    from .acceptance import Acceptance
+
+Alpha = float | Sequence[float]  # one alpha, or per-position a_1..a_K
+
+FASTER, SLOWER, UNCERTAIN = "faster", "slower", "uncertain"
+_BISECT_STEPS = 200  # bisection on [0, 1]: 2**-200 is far below float resolution
+
+
+# --- tokens per round ---------------------------------------------------------
+
+def expected_accepted(alpha: Alpha, k: int) -> float:
+    """Expected tokens emitted per round with K drafted tokens (accepted drafts + 1 bonus/correction).
+
+    # E(K) = (1 - a**(K+1)) / (1 - a) = sum_{j=0..K} a**j    (Leviathan et al. 2023, eq. 1)
+    # alpha = 1 exactly: every draft is accepted, E = K + 1
+    # per-position a_i: E = 1 + sum_{k=1..K} prod_{i<=k} a_i  (a draft counts only if all before it did)
+
+    Raises:
+        UsageError: alpha outside [0, 1], or fewer per-position rates than K.
+    """
+    if k < 0:
+        raise UsageError(f"Cannot use K = {k} drafted tokens: K must be >= 0.")
+    if isinstance(alpha, (int, float)):
+        a = _check_alpha(float(alpha))
+        if a == 1.0:
+            return float(k + 1)
+        if a > 1.0 - 1e-6:  # closed form cancels near 1; the finite sum does not
+            return math.fsum(a**j for j in range(k + 1))
+        return (1.0 - a ** (k + 1)) / (1.0 - a)
+    rates = [_check_alpha(float(x)) for x in alpha]
+    if len(rates) < k:
+        raise UsageError(f"Cannot compute E(K={k}) from {len(rates)} per-position acceptance rates: "
+                         f"expected at least {k}. Measure more positions or lower K.")
+    total, prod = 1.0, 1.0
+    for a in rates[:k]:
+        prod *= a
+        total += prod
+    return total
+
+
+def alpha_for_expected(tokens: float, k: int) -> float:
+    """The constant alpha at which E(K) equals `tokens` (inverse of `expected_accepted`).
+
+    # E(K, a) = sum_{j=0..K} a**j rises monotonically from 1 (a=0) to K+1 (a=1): bisection.
+
+    Raises:
+        UsageError: `tokens` outside [1, K+1].
+    """
+    if k < 1 or not 1.0 <= tokens <= k + 1:
+        raise UsageError(f"Cannot invert E(K) = {tokens} at K = {k}: expected 1 <= E <= K+1 = {k + 1}.")
+    return bisect_increasing(lambda a: expected_accepted(a, k), tokens)
+
+
+# --- time per round and speed-up -----------------------------------------------
+
+def round_time_s(k: int, verify_s: Sequence[float], draft_s: float, overhead_s: float = 0.0) -> float:
+    """Seconds for one round: K draft steps, one target forward of K+1 tokens, per-round overhead.
+
+    # t_round(K) = K * t_d + t_v(K+1) + t_o    (verify_s[K] is t_v(K+1))
+    """
+    return k * draft_s + verify_s[k] + overhead_s
+
+
+def speedup(k: int, verify_s: Sequence[float], draft_s: float, alpha: Alpha, overhead_s: float = 0.0) -> float:
+    """Speed-up of speculation with K drafts over plain decoding at t_v(1) per token.
+
+    # S(K) = E(K) * t_v(1) / t_round(K)    (Leviathan et al. 2023, Theorem 3.8, with measured t_v)
+    """
+    return expected_accepted(alpha, k) * verify_s[0] / round_time_s(k, verify_s, draft_s, overhead_s)
+
+
+def speedup_curve(verify_s: Sequence[float], draft_s: float, alpha: Alpha, overhead_s: float,
+                  k_top: int) -> tuple[float, ...]:
+    """S(K) for K = 1..k_top (index K-1)."""
+    return tuple(speedup(k, verify_s, draft_s, alpha, overhead_s) for k in range(1, k_top + 1))
+
+
+def best_k(curve: Sequence[float]) -> int:
+    """The K with the highest speed-up (first one on ties): an argmax, never a convexity shortcut."""
+    return max(range(len(curve)), key=lambda i: (curve[i], -i)) + 1
+
+
+def break_even_alpha(verify_s: Sequence[float], draft_s: float, overhead_s: float,
+                     k_top: int) -> tuple[float | None, int | None]:
+    """Smallest constant alpha at which the best K reaches speed-up 1.0, and that K.
+
+    # S(K) = 1  <=>  E(K, a) = t_round(K) / t_v(1) =: R_K ; E(K, .) rises from 1 to K+1, so
+    # a_K = 0 if R_K <= 1, none if R_K > K+1, else the root; break-even = min_K a_K.
+    Returns (None, None) when no alpha in [0, 1] reaches 1.0 at any K.
+    """
+    best: tuple[float | None, int | None] = (None, None)
+    for k in range(1, k_top + 1):
+        need = round_time_s(k, verify_s, draft_s, overhead_s) / verify_s[0]
+        if need > k + 1:
+            continue
+        a = 0.0 if need <= 1.0 else alpha_for_expected(need, k)
+        if best[0] is None or a < best[0]:
+            best = (a, k)
+    return best
+
+
+def verify_slope(verify_s: Sequence[float], n: int) -> float:
+    """Extra cost of each additional verified token, as a fraction of t_v(1).
+
+    # s(n) = (t_v(n) / t_v(1) - 1) / (n - 1):  0 = batch-parallel (flat), 1 = serial (n forwards)
+    # (same definition as constants.VERIFY_SLOPE_*, used by the probe diagnosis)
+    """
+    return (verify_s[n - 1] / verify_s[0] - 1.0) / (n - 1)
+
+
+def mean_verify_slope(verify_s: Sequence[float], n_top: int) -> float:
+    """Mean of s(n) over n = 2..n_top: how far the whole measured curve is from batch-parallel."""
+    return math.fsum(verify_slope(verify_s, n) for n in range(2, n_top + 1)) / (n_top - 1)
+
+
+# --- verdict and mechanism ---------------------------------------------------------
+
+def verdict(speedup_low: float, speedup_high: float) -> str:
+    """faster: even the pessimistic end beats plain decoding; slower: even the optimistic end
+    does not; uncertain: the interval straddles 1.0."""
+    if speedup_low > 1.0:
+        return FASTER
+    if speedup_high <= 1.0:
+        return SLOWER
+    return UNCERTAIN
+
+
+@dataclass(frozen=True)
+class Counterfactuals:
+    """Best speed-up over K if one mechanism were ideal, the others as measured.
+
+    flat_verify: t_v(n) = t_v(1) for every n (perfectly batch-parallel verification);
+    free_draft: t_d = 0; perfect_acceptance: alpha = 1; no_overhead: t_o = 0.
+    """
+
+    actual: float
+    flat_verify: float
+    free_draft: float
+    perfect_acceptance: float
+    no_overhead: float
+
+
+def counterfactuals(verify_s: Sequence[float], draft_s: float, alpha: Alpha, overhead_s: float,
+                    k_top: int) -> Counterfactuals:
+    """Remove one mechanism at a time and re-optimise K (each K searched again, no shortcut)."""
+    flat = [verify_s[0]] * len(verify_s)
+    perfect: Alpha = 1.0 if isinstance(alpha, (int, float)) else [1.0] * len(alpha)
+    return Counterfactuals(
+        actual=max(speedup_curve(verify_s, draft_s, alpha, overhead_s, k_top)),
+        flat_verify=max(speedup_curve(flat, draft_s, alpha, overhead_s, k_top)),
+        free_draft=max(speedup_curve(verify_s, 0.0, alpha, overhead_s, k_top)),
+        perfect_acceptance=max(speedup_curve(verify_s, draft_s, perfect, overhead_s, k_top)),
+        no_overhead=max(speedup_curve(verify_s, draft_s, alpha, 0.0, k_top)),
+    )
+
+
+def slower_reasons(verify_s: Sequence[float], draft_s: float, alpha: Alpha, overhead_s: float,
+                   k_top: int) -> tuple[str, ...]:
+    """Name the mechanisms that keep speculation at or below 1.0, most severe first.
+
+    Named when (each against its own ideal, the others as measured):
+      verification  a flat verify cost would help, and would make it faster or the mean
+                    slope is >= VERIFY_SLOPE_WARN;
+      draft         a free draft would help, and would make it faster or t_d/t_v(1) >= DRAFT_RATIO_WARN;
+      acceptance    alpha is below the break-even alpha of an ideal (flat) verifier with this
+                    draft: no hardware could make this acceptance pay;
+      overhead      dropping t_o would help, and would make it faster or t_o/t_v(1) >= DRAFT_RATIO_WARN.
+    Severity is the measured figure over its warning threshold (alpha: break-even over alpha).
+    If none qualifies, every mechanism that helps at all is named. Each reason quotes its ratios.
+    """
+    cf = counterfactuals(verify_s, draft_s, alpha, overhead_s, k_top)
+    k = best_k(speedup_curve(verify_s, draft_s, alpha, overhead_s, k_top))
+    t1, helps = verify_s[0], (lambda gain: gain > cf.actual * (1.0 + 1e-9))
+    slope = mean_verify_slope(verify_s, k_top + 1)
+    a_eff = alpha if isinstance(alpha, (int, float)) else alpha_for_expected(expected_accepted(alpha, k), k)
+    be_flat, be_flat_k = break_even_alpha([t1] * len(verify_s), draft_s, overhead_s, k_top)
+    be, be_k = break_even_alpha(verify_s, draft_s, overhead_s, k_top)
+    be_text = f"break-even alpha is {be:.2f} at K={be_k}" if be is not None else "no alpha breaks even here"
+    found = []  # (named, helps, severity, text)
+    found.append((cf.flat_verify > 1.0 or slope >= VERIFY_SLOPE_WARN, helps(cf.flat_verify), slope / VERIFY_SLOPE_WARN,
+                  f"verification not batch-parallel: t_v(n) grows ~linearly with n (t_v({k + 1})/t_v(1) = "
+                  f"{verify_s[k] / t1:.2f} at K={k}; each extra verified token costs {slope:.2f} of a one-token "
+                  f"step on average, 0 ideal, 1 serial); a flat verify cost would give {cf.flat_verify:.2f}x"))
+    c = draft_s / t1
+    found.append((cf.free_draft > 1.0 or c >= DRAFT_RATIO_WARN, helps(cf.free_draft), c / DRAFT_RATIO_WARN,
+                  f"draft too slow: t_d/t_v(1) = {c:.2f} (K={k} drafts cost {k * c:.2f} target steps per round); "
+                  f"a free draft would give {cf.free_draft:.2f}x"))
+    low = be_flat is not None and a_eff < be_flat
+    found.append((low, low, (be_flat or 0.0) / max(a_eff, 1e-12),
+                  f"acceptance too low: {_alpha_text(alpha)} yields {expected_accepted(alpha, k):.2f} of {k + 1} "
+                  f"possible tokens per round at K={k}; even a batch-parallel verifier needs alpha >= "
+                  f"{be_flat or 0.0:.2f} (K={be_flat_k}) with this draft; {be_text}"))
+    o = overhead_s / t1
+    found.append((cf.no_overhead > 1.0 or o >= DRAFT_RATIO_WARN, helps(cf.no_overhead), o / DRAFT_RATIO_WARN,
+                  f"per-round overhead too high: t_o/t_v(1) = {o:.2f}; without it the best K would give "
+                  f"{cf.no_overhead:.2f}x"))
+    chosen = [m for m in found if m[0] and m[1]] or [m for m in found if m[1]]
+    return tuple(m[3] for m in sorted(chosen, key=lambda m: -m[2]))
+
+
+def faster_reason(verify_s: Sequence[float], draft_s: float, alpha: Alpha, overhead_s: float, k: int) -> str:
+    """One line saying where the gain comes from at the chosen K."""
+    t1 = verify_s[0]
+    return (f"K={k}: {expected_accepted(alpha, k):.2f} tokens per round for "
+            f"{round_time_s(k, verify_s, draft_s, overhead_s) / t1:.2f} target steps of time "
+            f"(t_v({k + 1})/t_v(1) = {verify_s[k] / t1:.2f}, t_d/t_v(1) = {draft_s / t1:.2f}, "
+            f"{_alpha_text(alpha)})")
+
+
+# --- the composed answer ---------------------------------------------------------
+
+@dataclass(frozen=True)
+class Prediction:
+    """What speculation would do with these costs and this acceptance.
+
+    speedup_by_k[K-1] and the other speed-ups are ratios to plain decoding (t_v(1) per token).
+    speedup_low is S(k_best) at the pessimistic alpha (what deploying k_best would give);
+    speedup_high is the best S over K at the optimistic alpha. Without an interval both equal
+    `speedup`. k_best is the best K even when the verdict is "slower" (then: do not speculate).
+    """
+
+    k_best: int
+    speedup: float
+    speedup_by_k: tuple[float, ...]
+    tokens_per_round: float
+    round_time_s: float
+    break_even_alpha: float | None
+    break_even_k: int | None
+    verdict: str
+    reasons: tuple[str, ...]
+    speedup_low: float
+    speedup_high: float
+    draft_ratio: float  # t_d / t_v(1)
+    verify_ratio: float  # t_v(k_best + 1) / t_v(1)
+    alpha: float | tuple[float, ...]
+    alpha_low: float | None = None
+    alpha_high: float | None = None
+    acceptance_given: str | None = None
+
+
+def predict(verify_s: Sequence[float], draft_s: float, alpha: Alpha | Acceptance, overhead_s: float = 0.0,
+            k_max: int | None = None) -> Prediction:
+    """Best K, speed-up, break-even acceptance, verdict and reasons for one target/draft pair.
+
+    Args:
+        verify_s: t_v(n) for n = 1..N, seconds (verify_s[n-1] = t_v(n)); N >= 2.
+        draft_s: t_d, seconds per draft token (draft forward incl. its framework overhead).
+        alpha: acceptance: a float, a per-position list a_1..a_K, or an `Acceptance` (alpha with
+            a [low, high] interval; an interval can make the verdict "uncertain").
+        overhead_s: t_o, per-round overhead (sampling, rejection, cache rewind), seconds.
+        k_max: the largest K to consider (default: all the curve allows, N-1).
+
+    Returns:
+        A `Prediction`; verdict is "faster", "slower" or "uncertain".
+
+    Raises:
+        UsageError: too short a curve, non-positive or non-finite times, alpha outside [0, 1].
+
+    Example:
+        >>> predict([1.0, 2.0, 3.0, 4.0], 0.05, 0.8).verdict   # serial verification
+        'slower'
+    """
+    central, low, high, given = _unpack_alpha(alpha)
+    k_top = _k_top(verify_s, draft_s, overhead_s, central, k_max)
+    curve = speedup_curve(verify_s, draft_s, central, overhead_s, k_top)
+    k = best_k(curve)
+    s_low = speedup(k, verify_s, draft_s, low, overhead_s) if low is not None else curve[k - 1]
+    s_high = max(speedup_curve(verify_s, draft_s, high, overhead_s, k_top)) if high is not None else curve[k - 1]
+    result = verdict(s_low, s_high)
+    reasons: tuple[str, ...] = ()
+    if curve[k - 1] <= 1.0:
+        reasons = slower_reasons(verify_s, draft_s, central, overhead_s, k_top)
+    else:
+        reasons = (faster_reason(verify_s, draft_s, central, overhead_s, k),)
+    if result == UNCERTAIN:
+        reasons = (f"acceptance interval [{low:.2f}, {high:.2f}] gives speed-up {s_low:.2f}x to "
+                   f"{s_high:.2f}x, which straddles 1.0", *reasons)
+    be, be_k = break_even_alpha(verify_s, draft_s, overhead_s, k_top)
+    t1 = verify_s[0]
+    return Prediction(
+        k_best=k, speedup=curve[k - 1], speedup_by_k=curve, tokens_per_round=expected_accepted(central, k),
+        round_time_s=round_time_s(k, verify_s, draft_s, overhead_s), break_even_alpha=be, break_even_k=be_k,
+        verdict=result, reasons=reasons, speedup_low=s_low, speedup_high=s_high, draft_ratio=draft_s / t1,
+        verify_ratio=verify_s[k] / t1,
+        alpha=float(central) if isinstance(central, (int, float)) else tuple(central),
+        alpha_low=low, alpha_high=high, acceptance_given=given)
+
+
+# --- helpers -------------------------------------------------------------------------
+
+def _check_alpha(a: float) -> float:
+    if not (math.isfinite(a) and 0.0 <= a <= 1.0):
+        raise UsageError(f"Cannot use acceptance alpha = {a}: expected a number in [0, 1].")
+    return a
+
+
+def _alpha_text(alpha: Alpha) -> str:
+    if isinstance(alpha, (int, float)):
+        return f"alpha = {alpha:.2f}"
+    return "per-position alpha = [" + ", ".join(f"{a:.2f}" for a in alpha) + "]"
+
+
+def bisect_increasing(f: Callable[[float], float], target: float) -> float:
+    """Smallest a in [0, 1] with f(a) >= target, for f rising monotonically on [0, 1] (bisection)."""
+    lo, hi = 0.0, 1.0
+    for _ in range(_BISECT_STEPS):
+        mid = (lo + hi) / 2.0
+        if mid in (lo, hi):
+            break
+        if f(mid) < target:
+            lo = mid
+        else:
+            hi = mid
+    return hi
+
+
+def _unpack_alpha(alpha: Alpha | Acceptance) -> tuple[Alpha, float | None, float | None, str | None]:
+    if hasattr(alpha, "alpha") and hasattr(alpha, "low") and hasattr(alpha, "high"):
+        acc = alpha
+        central, low, high = (_check_alpha(float(x)) for x in (acc.alpha, acc.low, acc.high))
+        if not low <= central <= high:
+            raise UsageError(f"Cannot use acceptance interval [{low}, {high}]: it must contain alpha = {central}.")
+        return central, low, high, getattr(acc, "given", None)
+    if isinstance(alpha, (int, float)):
+        return _check_alpha(float(alpha)), None, None, None
+    rates = tuple(_check_alpha(float(a)) for a in alpha)
+    if not rates:
+        raise UsageError("Cannot use an empty list of per-position acceptance rates: give at least one.")
+    return rates, None, None, None
+
+
+def _k_top(verify_s: Sequence[float], draft_s: float, overhead_s: float, alpha: Alpha, k_max: int | None) -> int:
+    if len(verify_s) < 2:
+        raise UsageError(f"Cannot predict a speed-up from {len(verify_s)} verify cost(s): expected t_v(1) and "
+                         f"at least t_v(2) (verify_s[n-1] = t_v(n)). Measure n = 1..K+1.")
+    for i, t in enumerate(verify_s, start=1):
+        if not (isinstance(t, (int, float)) and math.isfinite(t) and t > 0):
+            raise UsageError(f"Cannot use t_v({i}) = {t}: expected a positive number of seconds.")
+    for name, t in (("draft_s", draft_s), ("overhead_s", overhead_s)):
+        if not (isinstance(t, (int, float)) and math.isfinite(t) and t >= 0):
+            raise UsageError(f"Cannot use {name} = {t}: expected a number of seconds >= 0.")
+    top = len(verify_s) - 1
+    if not isinstance(alpha, (int, float)):
+        top = min(top, len(alpha))  # no extrapolation past the measured positions
+    if k_max is not None:
+        if k_max < 1:
+            raise UsageError(f"Cannot use k_max = {k_max}: expected K >= 1.")
+        top = min(top, k_max)
+    return top

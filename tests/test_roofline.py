@@ -1,0 +1,145 @@
+"""Roofline forward costs, hand-computed from public config shapes."""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from planner.errors import MachineError, UsageError
+from planner.memory import Settings
+from planner.roofline import (
+    Roof,
+    draft_step_s,
+    engine_overhead_s,
+    expected_experts_touched,
+    forward_cost,
+    forward_flops,
+    kv_bytes_moved,
+    peak_flops_for,
+    verify_curve,
+    weight_bytes_read,
+)
+from planner.sources import load_spec
+from planner.speed import predict
+
+GPU_1TB = Roof(bandwidth_bytes_per_s=1e12, peak_flops={"bf16": 1e15, "fp8": 2e15}, name="1 TB/s GPU")
+
+# Llama-3.1-8B (reference README): 16,060,522,496 B resident bf16, 131,072 KV B/token,
+# embedding 128256 x 4096 x 2 B = 1,050,673,152 B (untied: a gather of n rows), 32 layers x 32 q heads x 128.
+LLAMA8B_RESIDENT = 16_060_522_496
+LLAMA8B_EMBED = 128_256 * 4_096 * 2
+LLAMA8B_KV_TOKEN = 131_072
+
+
+@pytest.fixture(scope="module")
+def llama8b():
+    return load_spec("llama-3.1-8b")
+
+
+def test_llama8b_bf16_on_1tbs_gpu_by_hand(llama8b):
+    c = forward_cost(llama8b, GPU_1TB, n=1, context=1024, overhead_s=0.0)
+    weights = LLAMA8B_RESIDENT - LLAMA8B_EMBED + 4_096 * 2  # one gathered embedding row
+    kv = 1024 * LLAMA8B_KV_TOKEN + 1 * LLAMA8B_KV_TOKEN  # read the prefix, write one row
+    assert c.weight_bytes == weights
+    assert c.kv_bytes == kv
+    assert c.seconds == pytest.approx((weights + kv) / 1e12, rel=1e-12)
+    assert c.bound == "memory" and c.source.startswith("roofline")
+    # the issue's rough figure, 16.06e9 B / 1e12 B/s: within the untied embedding table (6.5%)
+    assert c.seconds == pytest.approx(16.06e9 / 1e12, rel=0.07)
+    # FLOPs: 2 x (params - embedding params) + 32 layers x 4 n C heads head_dim
+    params = 8_030_261_248 - 128_256 * 4_096
+    assert c.flops == 2 * params + 32 * 4 * 1 * 1024 * 32 * 128
+    assert c.compute_s == pytest.approx(c.flops / 1e15)
+
+
+def test_engine_overhead_defaults_are_added(llama8b):
+    bare = forward_cost(llama8b, GPU_1TB, n=1, context=1024, overhead_s=0.0).seconds
+    hf = forward_cost(llama8b, GPU_1TB, n=1, context=1024, settings=Settings(context=1024, engine="transformers"))
+    # eager PyTorch: (1/25.5 - 1/107) s over 32 layers, per layer, times Llama-8B's 32 layers
+    assert hf.overhead_s == pytest.approx(1 / 25.5 - 1 / 107)
+    assert hf.seconds == pytest.approx(bare + hf.overhead_s)
+    assert "GPT, Fast" in hf.source
+    assert engine_overhead_s("vllm", 32) == (pytest.approx(2e-3), engine_overhead_s("vllm", 32)[1])
+    assert engine_overhead_s("llama.cpp", 32)[0] == pytest.approx(1 / 138.31 - 1 / 146.81)
+    assert engine_overhead_s("mlx", 32)[0] == pytest.approx(1 / 1450.453)
+    with pytest.raises(UsageError):
+        engine_overhead_s("tgi", 32)
+
+
+def test_kv_read_and_write_by_hand(llama8b):
+    s = Settings(context=4096)
+    assert kv_bytes_moved(llama8b, s, 4096, 3) == 4096 * LLAMA8B_KV_TOKEN + 3 * LLAMA8B_KV_TOKEN
+    # llama.cpp pads the cache to 256 cells and stores f16: 1000 -> 1024 cells read
+    assert kv_bytes_moved(llama8b, Settings(context=1000, engine="llama.cpp"), 1000, 1) == \
+        1024 * LLAMA8B_KV_TOKEN + LLAMA8B_KV_TOKEN
+
+
+def test_sliding_window_layers_read_only_their_window():
+    gemma = load_spec("gemma-3-270m")  # 18 layers: 15 sliding (window 512), 3 full; 1 KV head x 256, bf16
+    row = 1 * (256 + 256) * 2
+    read = (15 * 512 + 3 * 4096) * row
+    assert kv_bytes_moved(gemma, Settings(context=4096), 4096, 1) == read + 18 * row
+    # attention FLOPs: 2 n C_eff q_heads (dk + dv), q_heads = 4
+    params = gemma.params_active  # tied embeddings: the lm_head matmul reads the whole table
+    assert forward_flops(gemma, 4096, 2) == 2 * params * 2 + 2 * 2 * (15 * 512 + 3 * 4096) * 4 * 512
+
+
+def test_moe_reads_only_touched_experts():
+    assert expected_experts_touched(128, 8, 1) == pytest.approx(8)
+    assert expected_experts_touched(128, 8, 2) == pytest.approx(128 * (1 - (120 / 128) ** 2))  # 15.5
+    assert expected_experts_touched(128, 8, 10_000) == pytest.approx(128)
+    q = load_spec("qwen3-30b-a3b")
+    experts, embed, resident = 57_982_058_496, 622_329_856, 61_064_245_248
+    s = Settings(context=1024)
+    one = resident - embed + 2048 * 2 - round(experts * (1 - 8 / 128))
+    assert weight_bytes_read(q, s, 1) == one
+    eight = resident - embed + 8 * 2048 * 2 - round(experts * (1 - 128 * (1 - (120 / 128) ** 8) / 128))
+    assert weight_bytes_read(q, s, 8) == eight
+    curve = verify_curve(q, GPU_1TB, context=1024, n_max=16, overhead_s=0.0)
+    assert all(a < b for a, b in itertools.pairwise(curve))  # more tokens touch more experts
+    assert curve[7] / curve[0] > 3  # MoE verification is far from flat
+
+
+def test_dense_verification_is_nearly_flat_until_compute_bound(llama8b):
+    curve = verify_curve(llama8b, GPU_1TB, context=1024, n_max=9, overhead_s=0.0)
+    assert curve[8] / curve[0] < 1.01  # memory-bound: 9 tokens read the same weights
+    slow = Roof(1e12, {"bf16": 2e13})
+    big = forward_cost(llama8b, slow, n=512, context=1024, overhead_s=0.0)
+    assert big.bound == "compute" and big.seconds == pytest.approx(big.flops / 2e13)
+
+
+def test_quantised_override_and_fp8_peak(llama8b):
+    q4 = weight_bytes_read(llama8b, Settings(context=1024, weights_dtype="q4_0"), 1)
+    # q4_0 (18 B per 32 weights) on attention 32 x (2 x 4096^2 + 2 x 4096 x 1024) and FFN 32 x 3 x 4096 x 14336;
+    # planner.quant keeps norms, lm_head and embedding in F32 for ggml schemes: one gathered F32 row
+    attention = 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024) * 18 // 32
+    ffn = 32 * 3 * 4096 * 14336 * 18 // 32
+    norms, lm_head, row = (32 * 2 + 1) * 4096 * 4, 128_256 * 4096 * 4, 4096 * 4
+    assert q4 == attention + ffn + norms + lm_head + row
+    ds = load_spec("deepseek-v3")  # fp8 checkpoint
+    assert peak_flops_for(ds, Settings(context=1024), GPU_1TB) == (2e15, "fp8")
+    assert peak_flops_for(llama8b, Settings(context=1024), GPU_1TB) == (1e15, "bf16")
+
+
+def test_bad_inputs(llama8b):
+    with pytest.raises(UsageError):
+        forward_cost(llama8b, GPU_1TB, n=0, context=10)
+    with pytest.raises(MachineError, match="no peak FLOP/s"):
+        forward_cost(llama8b, Roof(1e12, {"int8": 1e15}), n=1, context=10)
+    with pytest.raises(MachineError, match="bandwidth"):
+        forward_cost(llama8b, Roof(0, {"bf16": 1e15}), n=1, context=10)
+
+
+def test_roofline_feeds_predict(llama8b):
+    draft = load_spec("llama-3.2-1b-instruct")
+    s = Settings(context=4096, engine="vllm")
+    verify = verify_curve(llama8b, GPU_1TB, context=4096, n_max=9, settings=s)
+    t_d = draft_step_s(draft, GPU_1TB, context=4096, settings=s)
+    assert t_d / verify[0] == pytest.approx(
+        (weight_bytes_read(draft, s, 1) / 1e12 + kv_bytes_moved(draft, s, 4096, 1) / 1e12 + 2e-3)
+        / verify[0])
+    p = predict(verify, t_d, 0.8)
+    assert p.verdict == "faster" and 1 <= p.k_best <= 8
+    # vLLM's 2 ms per-forward overhead on a 2.5 GB draft makes the draft cost ~0.2 target steps
+    assert 0.15 < p.draft_ratio < 0.3
