@@ -31,6 +31,7 @@ from .spec import CHUNKED, FULL, MLA, NONE, SLIDING, LayerSpec, ModelSpec
 ENGINE_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp", "hf": "transformers",
                   "mlx-lm": "mlx", "mlx_lm": "mlx", "ollama": "llama.cpp", "lmstudio": "llama.cpp"}
 LATENT_MLA_ENGINES = frozenset({"vllm", "sglang", "llama.cpp"})
+SIXTEEN_BIT_ENGINES = frozenset({"vllm", "sglang", "llama.cpp"})  # float32 checkpoints run in 16-bit
 KV_DTYPES = ("auto", "f32", "f16", "bf16", "fp8", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")
 MLX_PREFILL_STEP = 2048  # mlx_lm generate prefill_step_size
 VLLM_MAX_NUM_SEQS = 256  # vLLM sampler rows in the profile run (max_num_seqs default)
@@ -123,6 +124,8 @@ def kv_format(kv_dtype: str | None, model_dtype: str, engine: str = "transformer
     if kv_dtype is None or kv_dtype.lower() == "auto":
         if engine == "llama.cpp":
             return "F16"
+        if model_dtype == "F32" and engine in SIXTEEN_BIT_ENGINES:
+            return "BF16"
         return model_dtype if model_dtype in ("BF16", "F16", "F32") else "BF16"
     key = kv_dtype.strip().lower()
     if key not in KV_DTYPES and key not in ("fp8_e4m3", "fp8_e5m2", "float16", "bfloat16", "fp16"):
@@ -261,13 +264,20 @@ def activations(spec: ModelSpec, s: Settings, context: int) -> int:
 def weights(spec: ModelSpec, s: Settings) -> tuple[int, str, str]:
     """(resident weight bytes, dominant format, provenance) after an optional override."""
     inv = spec.weights
-    if s.weights_dtype:
-        scheme = quant.parse_scheme(s.weights_dtype, group_size=s.group_size)
+    weights_dtype = s.weights_dtype
+    if not weights_dtype and s.engine in SIXTEEN_BIT_ENGINES and inv.dominant_dtype == "F32":
+        # vLLM/SGLang dtype="auto" run float32 checkpoints in 16-bit (vllm config _get_and_verify_dtype);
+        # llama.cpp's converter writes f16/bf16 GGUFs
+        weights_dtype = "bf16"
+    if weights_dtype:
+        scheme = quant.parse_scheme(weights_dtype, group_size=s.group_size)
         tensors = quant.apply(inv.tensors, scheme)
         total = sum(t.nbytes for t in tensors)
         src = f"{spec.provenance.get('weights', inv.source)}, re-sized as {scheme.name}"
         if scheme.kind in ("int4", "fp8") and scheme.group_size:
             src += f" (group {scheme.group_size})"
+        if not s.weights_dtype:
+            src += f" ({s.engine} runs float32 checkpoints in 16-bit)"
         by: dict[str, int] = {}
         for t in tensors:
             by[t.dtype] = by.get(t.dtype, 0) + t.nbytes

@@ -15,8 +15,11 @@ from .gemma2 import GEMMA_NORMS
 
 @dataclass
 class Args(DecoderArgs):
-    """Gemma3TextConfig defaults."""
+    """Gemma3TextConfig defaults. The multimodal Gemma 3 4B/12B/27B configs omit num_attention_heads
+    and vocab_size from text_config and rely on these defaults, so only the two keys every real
+    config carries are required."""
 
+    REQUIRED = ("hidden_size", "num_hidden_layers")
     vocab_size: int = 262208
     hidden_size: int = 2304
     intermediate_size: int = 9216
