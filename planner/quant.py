@@ -61,7 +61,7 @@ def parse_scheme(name: str, *, group_size: int = 128) -> Scheme:
     if key == "mxfp4":
         return Scheme("mxfp4", "mxfp4", 32)
     if key.upper() in dtypes.FORMATS and dtypes.FORMATS[key.upper()].block_elems > 1:
-        return Scheme(key, "ggml", fmt=key.upper(), keep_dtype="F32")
+        return Scheme(key, "ggml", fmt=key.upper(), keep_dtype="F16")
     raise UsageError(f"Cannot use weights dtype '{name}': unknown (expected one of {', '.join(SCHEMES)}).")
 
 
@@ -147,12 +147,25 @@ def apply(tensors: Iterable[TensorInfo], s: Scheme) -> tuple[TensorInfo, ...]:
     for t in tensors:
         if s.kind == "float":
             out.append(_as(t, s.fmt))
+        elif s.kind == "ggml":
+            out.append(_ggml(t, s.fmt))
         elif quantisable(t, s):
             out.extend(quantise_tensor(t, s))
         else:
-            keep = "F32" if s.kind == "ggml" and len(t.shape) < 2 else s.keep_dtype
-            out.append(_as(t, keep))
+            out.append(_as(t, s.keep_dtype))
     return tuple(out)
+
+
+def _ggml(t: TensorInfo, fmt: str) -> TensorInfo:
+    """llama-quantize: every matrix whose rows fill whole blocks (token_embd and output included)
+    takes the block type; 1-D tensors (norms, biases) stay f32; other matrices f16."""
+    if not dtypes.FORMATS[t.dtype].is_float:
+        return t
+    if len(t.shape) < 2:
+        return _as(t, "F32")
+    if t.shape[-1] % dtypes.FORMATS[fmt].block_elems == 0:
+        return make_tensor(t.name, t.shape, fmt, t.group)
+    return _as(t, "F16")
 
 
 def _as(t: TensorInfo, fmt: str) -> TensorInfo:

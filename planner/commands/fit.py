@@ -1,0 +1,212 @@
+"""`planner fit`: does a target (+ draft) fit this machine, how long a context, and what to change if not."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from ..cli import (
+    BatchOpt,
+    ContextOpt,
+    DraftOpt,
+    EngineOpt,
+    GroupSizeOpt,
+    JsonOpt,
+    KvDtypeOpt,
+    ModelArg,
+    OverheadOpt,
+    RevisionOpt,
+    WeightsDtypeOpt,
+    app,
+    emit,
+    warn,
+)
+
+MachineOpt = Annotated[str | None, typer.Option(
+    "--machine", "-m", help="auto (detect this host), a catalog name (planner machines list) or a JSON file.")]
+GpuMemoryOpt = Annotated[str | None, typer.Option("--gpu-memory", help="Memory per device, e.g. 24GiB or 80GB.")]
+GpusOpt = Annotated[int | None, typer.Option("--gpus", help="Number of devices (GPUs).", min=1)]
+UtilizationOpt = Annotated[float | None, typer.Option(
+    "--utilization", help="Share of each device the engine may use (default: vLLM 0.9, else 1.0; Apple: the Metal "
+                          "working set; CPU: RAM after OS headroom).")]
+TpOpt = Annotated[int | None, typer.Option("--tp", help="Tensor-parallel size.", min=1)]
+PpOpt = Annotated[int | None, typer.Option("--pp", help="Pipeline-parallel size (layer split).", min=1)]
+DraftDeviceOpt = Annotated[int | None, typer.Option(
+    "--draft-device", help="Put the whole draft on this device index (default: split like the target).", min=0)]
+DRAFT_CANDIDATES_MAX = 64
+
+
+def _machine(ref: str | None, gpu_memory: str | None, gpus: int | None):
+    from ..machine import custom_gpu, get_machine, with_overrides
+    from ..units import parse_bytes
+
+    mem = parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None
+    if ref is None and mem is not None:
+        return custom_gpu(mem, gpus or 1)
+    m = get_machine(ref or "auto")
+    if mem is not None or gpus is not None:
+        m = with_overrides(m, memory_bytes=mem, n_devices=gpus)
+    return m
+
+
+def _layout(n_devices: int, engine: str, tp: int | None, pp: int | None, draft_device: int | None):
+    """Default: every device, split by layers in llama.cpp (its default --split-mode layer) and
+    tensor-parallel elsewhere; MLX runs on one device."""
+    from ..fit import Layout
+
+    if tp is None and pp is None:
+        if engine == "mlx" or n_devices == 1:
+            tp, pp = 1, 1
+        elif engine == "llama.cpp":
+            tp, pp = 1, n_devices
+        else:
+            tp, pp = n_devices, 1
+    return Layout(tp=tp or 1, pp=pp or 1, draft_device=draft_device)
+
+
+def _smaller_drafts(draft) -> list:
+    """Catalog models of the draft's family with fewer parameters (candidates for a smaller draft)."""
+    from ..errors import PlannerError
+    from ..sources import catalog, load_spec
+
+    if draft is None or not draft.family:
+        return []
+    out = []
+    for e in catalog.entries()[:DRAFT_CANDIDATES_MAX]:
+        if e.get("family") != draft.family or e["id"] == draft.id:
+            continue
+        try:
+            spec = load_spec(e["id"])
+        except PlannerError:
+            continue
+        if spec.params_total < draft.params_total:
+            out.append(spec)
+    return out
+
+
+def fit_json(r, warnings: list[str]) -> dict[str, Any]:
+    """The `planner fit --json` schema (docs/fit.md)."""
+    from .. import report
+    from ..machine import describe
+
+    p = r.problem
+    devices = []
+    for d in r.devices:
+        b = d.budget
+        devices.append({
+            "index": b.index, "name": b.name, "kind": b.kind, "memory_bytes": b.memory_bytes,
+            "budget_bytes": b.budget_bytes, "used_bytes": d.used_bytes, "headroom_bytes": d.headroom_bytes,
+            "budget_source": b.source, "overhead_bytes": d.overhead_bytes, "comm_bytes": d.comm_bytes,
+            "host_bytes": d.host_bytes,
+            "weights_bytes": sum(s.weights_bytes for s in d.shares),
+            "kv_cache_bytes": sum(s.kv_cache_bytes for s in d.shares),
+            "activation_bytes": sum(s.activation_bytes for s in d.shares),
+            "models": [{"role": s.role, "id": s.id, "weights_bytes": s.weights_bytes,
+                        "kv_cache_bytes": s.kv_cache_bytes, "activation_bytes": s.activation_bytes}
+                       for s in d.shares]})
+    return {"fits": r.fits, "headroom_bytes": r.headroom_bytes, "max_context": r.max_context,
+            "max_context_limit": r.max_context_limit, "max_batch": r.max_batch,
+            "context": p.settings.context, "batch": p.settings.batch, "engine": p.settings.engine,
+            "tp": p.layout.tp, "pp": p.layout.pp, "draft_device": p.layout.draft_device,
+            "machine": describe(p.machine), "devices": devices, "dominant": r.dominant,
+            "suggestions": [{"change": s.change, "headroom_bytes": s.headroom_bytes, "kind": s.kind,
+                             "value": s.value, "fits": s.fits} for s in r.suggestions],
+            "ledger": report.ledger_json(r.ledger, warnings)}
+
+
+def fit_table(r) -> str:
+    from tabulate import tabulate
+
+    from ..report import fmt_bytes
+
+    p = r.problem
+    rows = []
+    for d in r.devices:
+        b = d.budget
+        rows.append([f"{b.index}: {b.name}", fmt_bytes(b.budget_bytes),
+                     fmt_bytes(sum(s.weights_bytes for s in d.shares)),
+                     fmt_bytes(sum(s.kv_cache_bytes for s in d.shares)),
+                     fmt_bytes(sum(s.activation_bytes for s in d.shares)),
+                     fmt_bytes(d.overhead_bytes + d.comm_bytes), fmt_bytes(d.used_bytes),
+                     fmt_bytes(d.headroom_bytes)])
+    head = ["device", "budget", "weights", "KV cache", "activations", "overhead", "used", "headroom"]
+    lay = p.layout
+    lines = [f"machine: {p.machine.display_name} ({p.machine.origin}), engine {p.settings.engine}, "
+             f"tp {lay.tp} x pp {lay.pp}" + (f", draft on device {lay.draft_device}" if lay.draft_device is not None
+                                              else ""),
+             tabulate(rows, headers=head, tablefmt="simple", disable_numparse=True), ""]
+    verdict = "FITS" if r.fits else "DOES NOT FIT"
+    lines.append(f"{verdict} at {p.settings.context:,} tokens x {p.settings.batch}: headroom "
+                 f"{fmt_bytes(r.headroom_bytes)} on the tightest device")
+    dom = r.dominant
+    lines.append(f"largest term: {dom['role']} {dom['term']} {fmt_bytes(dom['bytes'])} "
+                 f"({dom['share']:.0%} of device {dom['device']})")
+    limit = " (the model's own maximum)" if r.max_context_limit == "model" else ""
+    lines.append(f"largest context at batch {p.settings.batch}: {r.max_context:,} tokens{limit}")
+    lines.append(f"largest batch at {p.settings.context:,} tokens: {r.max_batch:,}")
+    budgets = {d.budget.source for d in r.devices}
+    lines.append("budget: " + "; ".join(sorted(budgets)))
+    if r.suggestions:
+        lines.append("")
+        lines.append(tabulate([[s.change, fmt_bytes(s.headroom_bytes), "yes" if s.fits else "no"]
+                               for s in r.suggestions], headers=["single change", "headroom", "fits"],
+                              tablefmt="simple", disable_numparse=True))
+    return "\n".join(lines)
+
+
+@app.command()
+def fit(
+    target: ModelArg,
+    draft: DraftOpt = None,
+    machine: MachineOpt = None,
+    gpu_memory: GpuMemoryOpt = None,
+    gpus: GpusOpt = None,
+    utilization: UtilizationOpt = None,
+    tp: TpOpt = None,
+    pp: PpOpt = None,
+    draft_device: DraftDeviceOpt = None,
+    context: ContextOpt = "4096",
+    batch: BatchOpt = 1,
+    engine: EngineOpt = "transformers",
+    kv_dtype: KvDtypeOpt = None,
+    weights_dtype: WeightsDtypeOpt = None,
+    group_size: GroupSizeOpt = 128,
+    revision: RevisionOpt = None,
+    overhead: OverheadOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Does TARGET (+ --draft) fit the machine? Per-device ledger, largest context and batch, fixes.
+
+    Exit code 0 when it fits, 1 when it does not, 2 on bad input.
+
+    Examples:
+      planner fit llama-3.1-8b --draft llama-3.2-1b-instruct --machine rtx-4090 --engine llama.cpp
+      planner fit ./Llama-3.1-70B --machine 2x-rtx-4090 --engine vllm --weights-dtype int4 --json
+      planner fit qwen3-8b --machine m3-max-36gb --engine mlx --context 32k
+      planner fit qwen3-8b --gpu-memory 24GiB --gpus 2 --engine vllm
+    """
+    from .. import fit as fitmod
+    from ..memory import Settings
+    from ..sources import load_spec
+    from ..units import parse_bytes, parse_tokens
+
+    settings = Settings(context=parse_tokens(context), batch=batch, engine=engine, kv_dtype=kv_dtype,
+                        weights_dtype=weights_dtype, group_size=group_size,
+                        overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None)
+    m = _machine(machine, gpu_memory, gpus)
+    layout = _layout(m.n_devices, settings.engine, tp, pp, draft_device)
+    tspec = load_spec(target, revision=revision)
+    dspec = load_spec(draft) if draft else None
+    warnings = [f"{s.id}: {w}" for s in (tspec, dspec) if s for w in s.warnings]
+    problem = fitmod.Problem(target=tspec, machine=m, settings=settings, layout=layout, draft=dspec,
+                             utilization=utilization)
+    result = fitmod.fit(problem, smaller_drafts=_smaller_drafts(dspec))
+    if as_json:
+        emit(fit_json(result, warnings))
+    else:
+        for w in warnings:
+            warn(w)
+        typer.echo(fit_table(result))
+    if not result.fits:
+        raise typer.Exit(code=1)

@@ -1,0 +1,96 @@
+"""`planner machines list | show NAME | detect`: the machine catalog and what this host has."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..cli import JsonOpt, app, emit
+
+machines_app = typer.Typer(no_args_is_help=True, help="Machines: the bundled catalog and detection of this host.")
+app.add_typer(machines_app, name="machines")
+
+NameArg = Annotated[str, typer.Argument(help="Catalog name (e.g. rtx-4090, m3-max-36gb) or a JSON file.")]
+
+
+def _flops(n: int | None) -> str:
+    return "-" if n is None else f"{n / 1e12:.1f}"
+
+
+@machines_app.command("list")
+def list_cmd(as_json: JsonOpt = False) -> None:
+    """List the bundled machines: memory, bandwidth and dense BF16/FP16 TFLOP/s.
+
+    Examples:
+      planner machines list
+      planner machines list --json
+    """
+    from tabulate import tabulate
+
+    from ..machine import catalog_entries
+    from ..report import fmt_bytes
+
+    entries = catalog_entries()
+    if as_json:
+        emit(list(entries.values()))
+        return
+    rows = [[e["name"], e["kind"], f"{e['devices']} x {fmt_bytes(e['memory_bytes'])}",
+             f"{e['bandwidth_bytes_per_s'] / 1e9:.0f}", _flops(e["peak_flops"]["bf16"]),
+             _flops(e["peak_flops"]["fp16"]), e["display_name"]] for e in entries.values()]
+    typer.echo(tabulate(rows, headers=["name", "kind", "memory", "GB/s", "bf16 TF", "fp16 TF", "machine"],
+                        tablefmt="simple", disable_numparse=True))
+
+
+@machines_app.command("show")
+def show_cmd(name: NameArg, as_json: JsonOpt = False) -> None:
+    """One machine with every figure and its source.
+
+    Examples:
+      planner machines show h100-sxm
+      planner machines show ./my-box.json --json
+    """
+    from ..machine import describe, get_machine
+    from ..report import fmt_bytes
+
+    m = get_machine(name)
+    data = describe(m)
+    if as_json:
+        emit(data)
+        return
+    lines = [f"{m.display_name} [{m.name}] ({m.kind}, {m.vendor}, {m.origin})",
+             f"memory: {m.n_devices} x {fmt_bytes(m.memory_bytes)} ({m.memory_bytes:,} B)"]
+    if m.usable_fraction is not None:
+        lines.append(f"usable share: {m.usable_fraction:.4g}")
+    if m.bandwidth_bytes_per_s:
+        lines.append(f"bandwidth: {m.bandwidth_bytes_per_s / 1e9:,.1f} GB/s")
+    lines.append("peak dense FLOP/s: " + ", ".join(f"{k} {_flops(v)} T" for k, v in m.peak_flops.items()))
+    lines += [f"source ({k}): {v}" for k, v in m.sources.items()]
+    lines += [f"note: {n}" for n in m.notes]
+    typer.echo("\n".join(lines))
+
+
+@machines_app.command("detect")
+def detect_cmd(as_json: JsonOpt = False) -> None:
+    """What this host has: GPUs (nvidia-smi, else torch), Apple unified memory, or CPU RAM.
+
+    Examples:
+      planner machines detect
+      planner machines detect --json
+    """
+    from ..machine import describe, detect
+    from ..report import fmt_bytes
+
+    m = detect()
+    if as_json:
+        emit(describe(m))
+        return
+    lines = [f"{m.display_name} ({m.kind}, {m.vendor}); memory from {m.sources['memory']}"]
+    for d in m.devices:
+        free = f", {fmt_bytes(d.free_bytes)} free" if d.free_bytes is not None else ""
+        share = f", usable share {d.usable_fraction:.4g}" if d.usable_fraction is not None else ""
+        lines.append(f"  device {d.index}: {d.name}: {fmt_bytes(d.memory_bytes)}{free}{share}")
+    if m.host_memory_bytes is not None and m.kind == "gpu":
+        lines.append(f"  host RAM: {fmt_bytes(m.host_memory_bytes)}")
+    lines += [f"  note: {n}" for n in m.notes]
+    typer.echo("\n".join(lines))
