@@ -49,6 +49,9 @@ FORMATS: dict[str, Format] = {f.name: f for f in [
     _f("IQ3_S", 256, 110), _f("IQ1_S", 256, 50), _f("IQ1_M", 256, 56), _f("IQ4_NL", 32, 18),
     _f("IQ4_XS", 256, 136), _f("TQ1_0", 256, 54), _f("TQ2_0", 256, 66),
     _f("MXFP4", 32, 17),
+    # block_nvfp4: 4 UE4M3 scales + 32 B of 4-bit quants per 64; block_q1_0: f16 d + 16 B per 128
+    # (ggml-common.h; gguf-py GGML_QUANT_SIZES agrees).
+    _f("NVFP4", 64, 36), _f("Q1_0", 128, 18),
     _f("I8_GGML", 1, 1, False),
 ]}
 

@@ -638,3 +638,17 @@ def fit(p: Problem, *, smaller_drafts: Sequence[ModelSpec] = ()) -> FitResult:
     sugg = () if _fits(devs) else suggest(p, mc, mb, smaller_drafts)
     return FitResult(problem=p, devices=devs, max_context=mc, max_context_limit=limit, max_batch=mb,
                      dominant=dominant(devs), suggestions=sugg, ledger=single_device_ledger(p))
+
+
+def default_layout(n_devices: int, engine: str, tp: int | None = None, pp: int | None = None,
+                   draft_device: int | None = None) -> Layout:
+    """Default: every device, split by layers in llama.cpp (its default --split-mode layer) and
+    tensor-parallel elsewhere; MLX runs on one device."""
+    if tp is None and pp is None:
+        if engine == "mlx" or n_devices == 1:
+            tp, pp = 1, 1
+        elif engine == "llama.cpp":
+            tp, pp = 1, n_devices
+        else:
+            tp, pp = n_devices, 1
+    return Layout(tp=tp or 1, pp=pp or 1, draft_device=draft_device)

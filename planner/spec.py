@@ -162,6 +162,28 @@ class TokenizerFingerprint:
     special_tokens: tuple[str, ...] = ()
     family: str | None = None
     model_name: str | None = None  # raw tokenizer model name (BPE, Unigram, gpt2, llama, ...)
+    # --- pairing extensions (planner/sources/tokenizer.py) ---
+    # basis: "tokens" (id -> token table read), "catalog" (catalog facts: family tag + sizes),
+    # "config" (tokenizer_config/config only; tokenizer.json not parsed, vocab_size is config's).
+    basis: str = "tokens"
+    vocab_size_source: str | None = None  # where `vocab_size` came from
+    base_vocab_size: int | None = None  # HF tokenizer.vocab_size: model vocab without added tokens
+    config_vocab_size: int | None = None  # config.json vocab_size (embedding rows, may be padded)
+    unk_id: int | None = None
+    has_chat_template: bool | None = None
+    notes: tuple[str, ...] = ()
+
+    @property
+    def n_vocab(self) -> int:
+        """Token count as llama.cpp sees it: convert_hf_to_gguf pads the list to config vocab_size."""
+        own = len(self.tokens) if self.tokens is not None else self.vocab_size
+        return max(own, self.config_vocab_size or 0)
+
+    def token_text(self, i: int) -> str | None:
+        """Token string of id `i` as a converted GGUF holds it (`[PAD{i}]` past the table); None if unknown."""
+        if self.tokens is None:
+            return None
+        return self.tokens[i] if i < len(self.tokens) else f"[PAD{i}]"
 
 
 @dataclass(frozen=True)

@@ -206,10 +206,13 @@ def test_detect_apple_without_torch(host):
     assert m.usable_fraction == 57344 * MiB / (64 * GiB)
 
 
-def test_detect_cpu_only(host):
+def test_detect_cpu_only(host, monkeypatch):
+    monkeypatch.setattr(M, "measure_copy_bandwidth", lambda: 12.5e9)
     m = M.detect()
     assert m.kind == "cpu" and m.memory_bytes == 64 * GiB and m.devices[0].free_bytes == 40 * GiB
-    assert m.display_name.startswith("AMD Ryzen 9 7950X") and m.bandwidth_bytes_per_s is None
+    # an uncatalogued CPU gets a measured copy bandwidth (labelled) so the roofline can run
+    assert m.display_name.startswith("AMD Ryzen 9 7950X") and m.bandwidth_bytes_per_s == 12_500_000_000
+    assert m.sources["bandwidth"].startswith("measured") and m.sources["flops"].startswith("estimate")
     assert M.get_machine("auto").kind == "cpu"
     host.torch = fake_torch()  # torch installed, but no accelerator
     assert M.detect().kind == "cpu" and host.torch_calls == 1

@@ -112,10 +112,10 @@ def test_dense_verification_is_nearly_flat_until_compute_bound(llama8b):
 def test_quantised_override_and_fp8_peak(llama8b):
     q4 = weight_bytes_read(llama8b, Settings(context=1024, weights_dtype="q4_0"), 1)
     # q4_0 (18 B per 32 weights) on attention 32 x (2 x 4096^2 + 2 x 4096 x 1024) and FFN 32 x 3 x 4096 x 14336;
-    # planner.quant keeps norms, lm_head and embedding in F32 for ggml schemes: one gathered F32 row
+    # llama-quantize also quantises lm_head and the embedding (one gathered q4_0 row is read); norms stay F32
     attention = 32 * (2 * 4096 * 4096 + 2 * 4096 * 1024) * 18 // 32
     ffn = 32 * 3 * 4096 * 14336 * 18 // 32
-    norms, lm_head, row = (32 * 2 + 1) * 4096 * 4, 128_256 * 4096 * 4, 4096 * 4
+    norms, lm_head, row = (32 * 2 + 1) * 4096 * 4, 128_256 * 4096 * 18 // 32, 4096 * 18 // 32
     assert q4 == attention + ffn + norms + lm_head + row
     ds = load_spec("deepseek-v3")  # fp8 checkpoint
     assert peak_flops_for(ds, Settings(context=1024), GPU_1TB) == (2e15, "fp8")

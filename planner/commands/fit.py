@@ -37,34 +37,6 @@ DraftDeviceOpt = Annotated[int | None, typer.Option(
 DRAFT_CANDIDATES_MAX = 64
 
 
-def _machine(ref: str | None, gpu_memory: str | None, gpus: int | None):
-    from ..machine import custom_gpu, get_machine, with_overrides
-    from ..units import parse_bytes
-
-    mem = parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None
-    if ref is None and mem is not None:
-        return custom_gpu(mem, gpus or 1)
-    m = get_machine(ref or "auto")
-    if mem is not None or gpus is not None:
-        m = with_overrides(m, memory_bytes=mem, n_devices=gpus)
-    return m
-
-
-def _layout(n_devices: int, engine: str, tp: int | None, pp: int | None, draft_device: int | None):
-    """Default: every device, split by layers in llama.cpp (its default --split-mode layer) and
-    tensor-parallel elsewhere; MLX runs on one device."""
-    from ..fit import Layout
-
-    if tp is None and pp is None:
-        if engine == "mlx" or n_devices == 1:
-            tp, pp = 1, 1
-        elif engine == "llama.cpp":
-            tp, pp = 1, n_devices
-        else:
-            tp, pp = n_devices, 1
-    return Layout(tp=tp or 1, pp=pp or 1, draft_device=draft_device)
-
-
 def _smaller_drafts(draft) -> list:
     """Catalog models of the draft's family with fewer parameters (candidates for a smaller draft)."""
     from ..errors import PlannerError
@@ -194,8 +166,12 @@ def fit(
     settings = Settings(context=parse_tokens(context), batch=batch, engine=engine, kv_dtype=kv_dtype,
                         weights_dtype=weights_dtype, group_size=group_size,
                         overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None)
-    m = _machine(machine, gpu_memory, gpus)
-    layout = _layout(m.n_devices, settings.engine, tp, pp, draft_device)
+    from ..fit import default_layout
+    from ..machine import resolve_machine
+    from ..units import parse_bytes as _pb
+
+    m = resolve_machine(machine, _pb(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
+    layout = default_layout(m.n_devices, settings.engine, tp, pp, draft_device)
     tspec = load_spec(target, revision=revision)
     dspec = load_spec(draft) if draft else None
     warnings = [f"{s.id}: {w}" for s in (tspec, dspec) if s for w in s.warnings]

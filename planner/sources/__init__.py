@@ -17,6 +17,7 @@ from .arch.base import ArchSpec, Tensors, token_ids, vision_tower
 from .config import normalise
 from .resolve import Located, locate
 from .tensors import active_params, inventory_from_header, routed_expert_params
+from .tokenizer import fingerprint_from_located
 
 __all__ = ["load_spec", "locate", "spec_from_located"]
 
@@ -90,6 +91,7 @@ def spec_from_located(loc: Located) -> ModelSpec:
         weights=inv, moe=arch.moe, family=entry.get("family") or _family_guess(text, wrapper),
         revision=loc.revision, path=str(loc.path) if loc.path else None,
         tokenizer_files=tuple(str(p) for p in loc.tokenizer_files.values()),
+        tokenizer=fingerprint_from_located(loc, text),  # cheap: never parses tokenizer.json
         bos_token_id=bos_ids[0] if bos_ids else arch.bos_token_id, eos_token_ids=eos,
         quantization=_quant_method(text), instruct=_instruct(loc, entry),
         state_dtype=arch.state_dtype, llamacpp_swa=arch.llamacpp_swa, provenance=provenance,

@@ -1,0 +1,394 @@
+"""GGUF headers -> metadata key-values and tensor infos, without reading tensor data.
+
+Format (ggml docs/gguf.md, ggml/src/gguf.cpp `gguf_init_from_file_impl`): magic "GGUF",
+u32 version (2 or 3; v1 used 32-bit counts and is rejected by llama.cpp too), u64
+tensor_count, u64 kv_count, then kv_count x (string key, u32 value type, value), then
+tensor_count x (string name, u32 n_dims, n_dims x i64 ne, u32 ggml type, u64 offset),
+zero padding to `general.alignment` (default 32), then the data section. A string is a
+u64 byte length + UTF-8 bytes; an array is a u32 element type + u64 count + elements.
+Files written on big-endian hosts store every number big-endian; the version tells which.
+
+Why not gguf.GGUFReader: it memory-maps the whole file and builds numpy views for every
+field element and every tensor (about 10 s for a 262k-token vocabulary here). This reader
+walks the header once with `struct`, reads a string array in one tight loop and decodes it
+with one `bytes.join(...).decode()`, and never touches tensor data (< 0.5 s for the same
+file). Every count and length is checked against the bytes left before anything is
+allocated, then against the caps in `planner.constants`, so a corrupt or hostile header
+fails fast with a HeaderError naming the file and the key.
+"""
+
+from __future__ import annotations
+
+import itertools
+import mmap
+import struct
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import lru_cache
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from .. import dtypes
+from ..constants import (
+    GGUF_MAX_ARRAY_DEPTH,
+    GGUF_MAX_ARRAY_LEN,
+    GGUF_MAX_KV,
+    GGUF_MAX_STRING_BYTES,
+    GGUF_MAX_TENSOR_DIMS,
+    GGUF_MAX_TENSORS,
+)
+from ..errors import HeaderError
+
+GGUF_MAGIC = b"GGUF"
+SUPPORTED_VERSIONS = (2, 3)
+DEFAULT_ALIGNMENT = 32  # GGUF_DEFAULT_ALIGNMENT (ggml/include/gguf.h)
+
+# GGUF value types (ggml/include/gguf.h enum gguf_type) -> struct code (None: not fixed-size).
+UINT8, INT8, UINT16, INT16, UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY, UINT64, INT64, FLOAT64 = range(13)
+VALUE_TYPE_NAMES = ("UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "FLOAT32", "BOOL", "STRING",
+                    "ARRAY", "UINT64", "INT64", "FLOAT64")
+_CODES = {UINT8: "B", INT8: "b", UINT16: "H", INT16: "h", UINT32: "I", INT32: "i", FLOAT32: "f", BOOL: "?",
+          UINT64: "Q", INT64: "q", FLOAT64: "d"}
+INTEGER_TYPES = frozenset({UINT8, INT8, UINT16, INT16, UINT32, INT32, UINT64, INT64})
+# Smallest encoding of one array element: strings need their 8-byte length, arrays 12 bytes.
+_MIN_ELEM_BYTES = {**{t: struct.calcsize(c) for t, c in _CODES.items()}, STRING: 8, ARRAY: 12}
+# Keys whose (large) string arrays are walked and bounds-checked but not kept: the planner
+# never reads BPE merges (llama.cpp's draft check compares vocabularies, not merges).
+DEFAULT_SKIP = frozenset({"tokenizer.ggml.merges"})
+
+
+@dataclass(frozen=True)
+class SkippedArray:
+    """An array that was validated but not materialised (see `DEFAULT_SKIP`)."""
+
+    elem_type: int
+    count: int
+
+
+@dataclass(frozen=True)
+class GGUFTensor:
+    """One tensor info. `shape` is outermost-first (HF order: rows last), the reverse of ggml's ne."""
+
+    name: str
+    shape: tuple[int, ...]
+    type_id: int
+    dtype: str  # canonical format name in planner.dtypes.FORMATS (ggml type name)
+    offset: int  # from the start of this file's data section
+    nbytes: int
+    file_index: int = 0  # which split part holds it
+
+    @property
+    def numel(self) -> int:
+        n = 1
+        for d in self.shape:
+            n *= d
+        return n
+
+
+@dataclass(frozen=True)
+class GGUFHeader:
+    """Everything before the data section of one GGUF file (or all parts of a split model).
+
+    `metadata` maps key -> Python value (int, float, bool, str, or a tuple for arrays; a
+    SkippedArray for skipped keys); `value_types` maps key -> GGUF value type, or
+    (ARRAY, element type) for arrays.
+    """
+
+    path: str
+    version: int
+    big_endian: bool
+    metadata: Mapping[str, Any]
+    value_types: Mapping[str, Any]
+    tensors: tuple[GGUFTensor, ...]
+    alignment: int
+    data_offset: int
+    file_size: int
+    parts: tuple[str, ...] = ()
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def tensor_bytes(self) -> int:
+        return sum(t.nbytes for t in self.tensors)
+
+    @property
+    def architecture(self) -> str | None:
+        arch = self.metadata.get("general.architecture")
+        return arch if isinstance(arch, str) else None
+
+
+@lru_cache(maxsize=1)
+def ggml_type_table() -> dict[int, tuple[str, int, int]]:
+    """ggml type id -> (name, elements per block, bytes per block).
+
+    Ids and names come from gguf-py (`gguf.constants.GGMLQuantizationType`, ggml.h's
+    `ggml_type`); block sizes from planner.dtypes.FORMATS (ggml-common.h block structs),
+    which wins where gguf-py lags ggml (Q8_1: 36 B per ggml-common.h, 40 in gguf-py's old
+    float layout; Q8_1 never appears in files: it is a runtime dot-product format).
+    """
+    from gguf.constants import GGMLQuantizationType
+
+    table = {}
+    for t in GGMLQuantizationType:
+        fmt = dtypes.FORMATS.get(t.name)
+        if fmt is not None:
+            table[int(t.value)] = (t.name, fmt.block_elems, fmt.block_bytes)
+    return table
+
+
+class _Cursor:
+    """A bounds-checked position in a header buffer; every read names the key it serves."""
+
+    __slots__ = ("buf", "e", "elems", "end", "origin", "pos")
+
+    def __init__(self, buf: Any, origin: str, endian: str) -> None:
+        self.buf, self.origin, self.e = buf, origin, endian
+        self.pos, self.end, self.elems = 0, len(buf), 0
+
+    def fail(self, what: str, reason: str, fix: str = "The file is corrupt or not a GGUF model: "
+             "re-download or re-convert it") -> HeaderError:
+        return HeaderError(f"Cannot read GGUF header of '{self.origin}': {what}: {reason}. {fix}.", self.origin)
+
+    def need(self, n: int, what: str) -> None:
+        if n > self.end - self.pos:
+            raise self.fail(what, f"needs {n} more bytes at offset {self.pos} but only {self.end - self.pos} "
+                                  f"remain (truncated file)")
+
+    def scalar(self, vtype: int, what: str) -> Any:
+        code = _CODES[vtype]
+        size = _MIN_ELEM_BYTES[vtype]
+        self.need(size, what)
+        (v,) = struct.unpack_from(self.e + code, self.buf, self.pos)
+        self.pos += size
+        return v
+
+    def count(self, what: str, cap: int, elem_bytes: int) -> int:
+        """A u64 count checked against the bytes left (elem_bytes each at least) and `cap`."""
+        n = self.scalar(UINT64, what)
+        if n * elem_bytes > self.end - self.pos:
+            raise self.fail(what, f"claims {n} elements ({n * elem_bytes} bytes at least) but only "
+                                  f"{self.end - self.pos} bytes remain")
+        if n > cap:
+            raise self.fail(what, f"claims {n} elements, more than the {cap} allowed")
+        return n
+
+    def string(self, what: str, cap: int = GGUF_MAX_STRING_BYTES) -> str:
+        n = self.scalar(UINT64, what)
+        if n > self.end - self.pos:
+            raise self.fail(what, f"string of {n} bytes but only {self.end - self.pos} remain (truncated)")
+        if n > cap:
+            raise self.fail(what, f"string of {n} bytes is longer than the {cap} allowed")
+        s = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return bytes(s).decode("utf-8", "replace")
+
+    def value(self, vtype: int, key: str, depth: int = 0, skip: bool = False) -> Any:
+        if vtype in _CODES:
+            return self.scalar(vtype, f"key '{key}'")
+        if vtype == STRING:
+            return self.string(f"key '{key}'")
+        if vtype == ARRAY:
+            return self.array(key, depth, skip)
+        raise self.fail(f"key '{key}'", f"unknown value type {vtype} (expected 0-12: "
+                                        f"{', '.join(VALUE_TYPE_NAMES)})")
+
+    def array(self, key: str, depth: int, skip: bool) -> Any:
+        what = f"array '{key}'"
+        if depth >= GGUF_MAX_ARRAY_DEPTH:
+            raise self.fail(what, f"arrays nested deeper than {GGUF_MAX_ARRAY_DEPTH} levels")
+        etype = self.scalar(UINT32, what)
+        if etype not in _MIN_ELEM_BYTES:
+            raise self.fail(what, f"unknown element type {etype} (expected 0-12)")
+        n = self.count(what, GGUF_MAX_ARRAY_LEN, _MIN_ELEM_BYTES[etype])
+        self.elems += n
+        if self.elems > 4 * GGUF_MAX_ARRAY_LEN:
+            raise self.fail(what, f"the arrays hold more than {4 * GGUF_MAX_ARRAY_LEN} elements in all")
+        if etype in _CODES:
+            size = _MIN_ELEM_BYTES[etype] * n
+            vals = struct.unpack_from(f"{self.e}{n}{_CODES[etype]}", self.buf, self.pos) if not skip else ()
+            self.pos += size
+            return SkippedArray(etype, n) if skip else vals
+        if etype == STRING:
+            vals = self.string_array(n, what, skip)
+            return SkippedArray(etype, n) if skip else vals
+        return tuple(self.value(ARRAY, f"{key}[{i}]", depth + 1) for i in range(n))
+
+    def string_array(self, n: int, what: str, skip: bool) -> tuple[str, ...]:
+        """n strings in one loop (the hot path: 262k tokens), then one decode of the joined bytes."""
+        buf, pos, end = self.buf, self.pos, self.end
+        unpack = struct.Struct(self.e + "Q").unpack_from
+        parts: list[bytes] = []
+        add = parts.append
+        try:
+            for _ in range(n):
+                ln = unpack(buf, pos)[0]
+                pos += 8
+                if ln > end - pos:
+                    raise self.fail(what, f"string of {ln} bytes at offset {pos} but only {end - pos} remain "
+                                          f"(truncated)")
+                if not skip:
+                    add(buf[pos:pos + ln])
+                pos += ln
+        except struct.error:
+            raise self.fail(what, f"string length at offset {pos} runs past the end (truncated)") from None
+        self.pos = pos
+        if skip or not n:
+            return ()
+        # One decode: NUL is a whole UTF-8 character and never part of an invalid sequence, so
+        # splitting the joined text on it gives back the n strings unless one contains a NUL.
+        text = b"\x00".join(parts).decode("utf-8", "replace")
+        if text.count("\x00") == n - 1:
+            return tuple(text.split("\x00"))
+        return tuple(bytes(p).decode("utf-8", "replace") for p in parts)
+
+
+def _endianness(buf: Any, origin: str) -> tuple[str, int]:
+    if len(buf) < 8:
+        raise HeaderError(f"Cannot read GGUF header of '{origin}': {len(buf)} bytes is too short for a GGUF "
+                          f"file (expected at least 24). Re-download it.", origin)
+    magic = bytes(buf[:4])
+    if magic != GGUF_MAGIC:
+        raise HeaderError(f"Cannot read GGUF header of '{origin}': bad magic (expected b'GGUF', got "
+                          f"{magic!r}). It is not a GGUF model file.", origin)
+    (le,) = struct.unpack_from("<I", buf, 4)
+    (be,) = struct.unpack_from(">I", buf, 4)
+    if le in SUPPORTED_VERSIONS:
+        return "<", le
+    if be in SUPPORTED_VERSIONS:
+        return ">", be
+    raise HeaderError(f"Cannot read GGUF header of '{origin}': unsupported version (expected one of "
+                      f"{SUPPORTED_VERSIONS}, got {le}). Re-convert the model with a current llama.cpp.", origin)
+
+
+def parse_header(data: Any, origin: str, *, file_size: int | None = None,
+                 skip: frozenset[str] = DEFAULT_SKIP, file_index: int = 0) -> GGUFHeader:
+    """Parse a GGUF header from `data` (the whole file, an mmap, or a prefix of it).
+
+    Args:
+        data: bytes, bytearray or mmap holding at least the header.
+        origin: file name or URL, for messages.
+        file_size: size of the whole file when `data` is only a prefix (remote range reads);
+            tensor data must fit in it. Defaults to len(data).
+        skip: keys whose arrays are validated but not kept.
+        file_index: split part index recorded on each tensor.
+
+    Returns:
+        The GGUFHeader (metadata, value types, tensor infos with exact byte sizes).
+
+    Raises:
+        HeaderError: bad magic or version, truncated header, oversized counts, unknown value
+            or ggml types, duplicate keys or tensor names, misaligned or out-of-file tensor data.
+    """
+    if isinstance(data, memoryview):
+        data = data.tobytes()
+    endian, version = _endianness(data, origin)
+    cur = _Cursor(data, origin, endian)
+    cur.pos = 8
+    n_tensors = cur.count("tensor count", GGUF_MAX_TENSORS, 24)  # name len + n_dims + type + offset
+    n_kv = cur.count("key-value count", GGUF_MAX_KV, 13)  # key len + type + 1-byte value
+    metadata: dict[str, Any] = {}
+    types: dict[str, Any] = {}
+    for i in range(n_kv):
+        key = cur.string(f"key #{i}", cap=65_535)
+        if key in metadata:
+            raise cur.fail(f"key '{key}'", "appears twice")
+        vtype = cur.scalar(UINT32, f"type of key '{key}'")
+        start = cur.pos
+        metadata[key] = cur.value(vtype, key, skip=key in skip)
+        if vtype == ARRAY:
+            types[key] = (ARRAY, struct.unpack_from(endian + "I", data, start)[0])
+        else:
+            types[key] = vtype
+    alignment = _alignment(metadata, types, cur)
+    infos = [_tensor_info(cur, i) for i in range(n_tensors)]
+    data_offset = -(-cur.pos // alignment) * alignment
+    size = len(data) if file_size is None else file_size
+    tensors = _check_tensors(infos, cur, alignment, size - data_offset, file_index)
+    return GGUFHeader(path=origin, version=version, big_endian=endian == ">",
+                      metadata=MappingProxyType(metadata), value_types=MappingProxyType(types),
+                      tensors=tuple(tensors), alignment=alignment, data_offset=data_offset, file_size=size,
+                      parts=(origin,))
+
+
+def _alignment(metadata: dict[str, Any], types: dict[str, Any], cur: _Cursor) -> int:
+    if "general.alignment" not in metadata:
+        return DEFAULT_ALIGNMENT
+    a = metadata["general.alignment"]
+    if types["general.alignment"] not in INTEGER_TYPES or a <= 0 or a & (a - 1):
+        raise cur.fail("key 'general.alignment'", f"must be a positive power of two (got {a!r})")
+    return a
+
+
+def _tensor_info(cur: _Cursor, i: int) -> tuple[str, tuple[int, ...], int, int]:
+    name = cur.string(f"name of tensor #{i}", cap=65_535)
+    what = f"tensor '{name}'"
+    n_dims = cur.scalar(UINT32, what)
+    if n_dims > GGUF_MAX_TENSOR_DIMS:
+        raise cur.fail(what, f"has {n_dims} dimensions (expected at most {GGUF_MAX_TENSOR_DIMS})")
+    ne = tuple(cur.scalar(INT64, what) for _ in range(n_dims))
+    if any(d < 0 for d in ne):
+        raise cur.fail(what, f"has a negative dimension {list(ne)}")
+    type_id = cur.scalar(UINT32, what)
+    offset = cur.scalar(UINT64, what)
+    return name, ne, type_id, offset
+
+
+def _check_tensors(infos: list[tuple[str, tuple[int, ...], int, int]], cur: _Cursor, alignment: int,
+                   data_size: int, file_index: int) -> list[GGUFTensor]:
+    """Types known, rows whole blocks, offsets aligned, inside the data section, not overlapping."""
+    table = ggml_type_table()
+    out: list[GGUFTensor] = []
+    seen: set[str] = set()
+    for name, ne, type_id, offset in infos:
+        what = f"tensor '{name}'"
+        if name in seen:
+            raise cur.fail(what, "appears twice")
+        seen.add(name)
+        if type_id not in table:
+            raise cur.fail(what, f"has unknown ggml type id {type_id} (known: {_known_types(table)})",
+                           "Upgrade gguf and spec-planner, or re-quantise the model to a known type")
+        tname, blck, _ = table[type_id]
+        numel = 1
+        for d in ne:
+            numel *= d
+        if numel >= 1 << 62:
+            raise cur.fail(what, f"has {numel} elements (shape {list(ne)}), more than any real tensor")
+        if ne and ne[0] % blck:
+            raise cur.fail(what, f"row of {ne[0]} elements is not a whole number of {tname} blocks of {blck}")
+        nbytes = dtypes.nbytes(tname, numel)
+        if offset % alignment:
+            raise cur.fail(what, f"data offset {offset} is not a multiple of the alignment {alignment}")
+        if offset + nbytes > data_size:
+            raise cur.fail(what, f"data ends at byte {offset + nbytes} of the data section, past its end "
+                                 f"({max(data_size, 0)} bytes): the file is truncated")
+        out.append(GGUFTensor(name, tuple(reversed(ne)), type_id, tname, offset, nbytes, file_index))
+    spans = sorted((t.offset, t.offset + t.nbytes, t.name) for t in out if t.nbytes)
+    for (_b0, e0, n0), (b1, _e1, n1) in itertools.pairwise(spans):
+        if b1 < e0:
+            raise cur.fail(f"tensors '{n0}' and '{n1}'", f"overlap (data bytes {b1}-{e0})")
+    return out
+
+
+def _known_types(table: dict[int, tuple[str, int, int]]) -> str:
+    return ", ".join(f"{i}={v[0]}" for i, v in sorted(table.items()))
+
+
+def read_header(path: str | Path, *, skip: frozenset[str] = DEFAULT_SKIP, file_index: int = 0) -> GGUFHeader:
+    """Read one local GGUF file's header through a read-only memory map (only header pages are touched).
+
+    Raises:
+        HeaderError: the file cannot be opened or its header is invalid (see `parse_header`).
+    """
+    p = Path(path)
+    try:
+        with p.open("rb") as fh:
+            size = p.stat().st_size
+            if size < 24:
+                head = fh.read(24)
+                _endianness(head, str(p))
+                raise HeaderError(f"Cannot read GGUF header of '{p}': {size} bytes is too short for a GGUF "
+                                  f"file (expected at least 24). Re-download it.", p)
+            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
+                return parse_header(mm, str(p), skip=skip, file_index=file_index)
+    except OSError as e:
+        raise HeaderError(f"Cannot read GGUF file '{p}': {e.strerror or e}.", p) from e
