@@ -1,0 +1,197 @@
+"""`planner recommend`: the best draft, K and KV dtype for this target on this machine, or "don't speculate"."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from ..cli import BatchOpt, ContextOpt, JsonOpt, ModelArg, RevisionOpt, app, emit, warn
+from .fit import GpuMemoryOpt, GpusOpt, MachineOpt, PpOpt, TpOpt, UtilizationOpt
+
+CandidatesOpt = Annotated[str | None, typer.Option(
+    "--candidates", help="Comma-separated drafts to consider (default: catalog models sharing the target's "
+                         "tokenizer).")]
+ProfileOpt = Annotated[str | None, typer.Option("--profile", help="Measured costs from 'planner probe --out'.")]
+AcceptanceOpt = Annotated[str | None, typer.Option(
+    "--acceptance", help="Acceptance: 0.7 (alpha), 0.6-0.8, or greedy_match=0.8, accepted_per_drafted=0.72@5, "
+                         "tau=2.8@4.")]
+MaxKOpt = Annotated[int, typer.Option("--max-k", help="Largest K (tokens drafted per round) considered.",
+                                      min=1, max=32)]
+RecEngineOpt = Annotated[str, typer.Option(
+    "--engine", "-e", help="vllm | sglang | llama.cpp | transformers | mlx | auto (GPU: vllm; Apple, CPU: llama.cpp).")]
+KvOpt = Annotated[str | None, typer.Option("--kv-dtype", help="Only this KV cache type (default: try the "
+                                                              "engine's unquantised and 8-bit types).")]
+ProbeFlag = Annotated[bool, typer.Option("--probe", help="Measure costs now with a quick synthetic probe "
+                                                         "(needs torch; this machine only).")]
+TemperatureOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature (0 = greedy).", min=0)]
+
+
+def _engine(name: str, kind: str) -> str:
+    from ..memory import canonical_engine
+
+    if name.strip().lower() == "auto":
+        return "vllm" if kind == "gpu" else "llama.cpp"
+    return canonical_engine(name)
+
+
+@app.command()
+def recommend(
+    target: ModelArg,
+    machine: MachineOpt = None,
+    gpu_memory: GpuMemoryOpt = None,
+    gpus: GpusOpt = None,
+    tp: TpOpt = None,
+    pp: PpOpt = None,
+    utilization: UtilizationOpt = None,
+    context: ContextOpt = "4096",
+    batch: BatchOpt = 1,
+    engine: RecEngineOpt = "auto",
+    candidates: CandidatesOpt = None,
+    profile: ProfileOpt = None,
+    probe: ProbeFlag = False,
+    acceptance: AcceptanceOpt = None,
+    kv_dtype: KvOpt = None,
+    max_k: MaxKOpt = 8,
+    temperature: TemperatureOpt = 0.0,
+    revision: RevisionOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Rank candidate drafts x K x KV dtype that fit and are compatible; print the best plan and how to launch it.
+
+    Exit code: 0 a plan was made (speculation or plain decoding), 1 the target does not fit, 2 bad input.
+
+    Examples:
+      planner recommend qwen2.5-7b-instruct --machine rtx-4090
+      planner recommend llama-3.1-8b-instruct --machine m3-max-36gb --engine llama.cpp --context 16k
+      planner recommend ./my-model --candidates qwen2.5-0.5b-instruct,qwen2.5-1.5b-instruct --acceptance 0.75
+      planner recommend llama-3.3-70b-instruct --machine 2x-rtx-4090 --profile probe.json --json
+    """
+    from .. import plan as P
+    from ..fit import default_layout
+    from ..machine import resolve_machine
+    from ..sources import load_spec
+    from ..units import parse_bytes, parse_tokens
+
+    spec = load_spec(target, revision=revision)
+    m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
+    eng = _engine(engine, m.kind)
+    ctx = parse_tokens(context)
+    layout = default_layout(m.n_devices, eng, tp, pp)
+    cands = None
+    if candidates:
+        cands = []
+        for r in (x.strip() for x in candidates.split(",") if x.strip()):
+            c = load_spec(r)
+            cands.append(P.Candidate(ref=r if _is_path(r) else c.id, spec=c))
+    given = P.parse_acceptance(acceptance) if acceptance else None
+    costs_for, measured, k_cap = None, None, max_k
+    if profile or probe:
+        prof = _profile(profile, spec, cands, m, ctx, max_k) if profile else _probe_now(spec, cands, ctx, max_k)
+        roof = P.roofline_machine(m, layout) if m.bandwidth_bytes_per_s else None
+        costs_for = P.profile_costs(prof, spec, roof)
+        k_cap = min(max_k, len(prof.target.verify_s) - 1)
+        if prof.acceptance is not None and prof.draft is not None:
+            from ..acceptance import Acceptance
+
+            a = prof.acceptance
+            lo, hi = max(0.0, a.alpha - 2 * a.alpha_std), min(1.0, a.alpha + 2 * a.alpha_std)
+            measured = {prof.draft.id: Acceptance(a.alpha, lo, hi, given=f"alpha = {a.alpha:.3f} (measured)",
+                                                  source=f"measured by probe ({a.prompts} prompts)")}
+    ref = target if _is_path(target) else spec.id  # launch commands name the model, not our alias
+    rec = P.recommend(spec, ref, m, engine=eng, context=ctx, batch=batch, layout=layout, candidates=cands,
+                      costs_for=costs_for, given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
+                      kv_dtypes=[kv_dtype] if kv_dtype else None, utilization=utilization, temperature=temperature)
+    if as_json:
+        emit(recommendation_json(rec))
+    else:
+        for w in spec.warnings:
+            warn(f"{spec.id}: {w}")
+        typer.echo(recommendation_text(rec))
+    raise typer.Exit(0 if rec.baseline_fits else 1)
+
+
+def _is_path(ref: str) -> bool:
+    from pathlib import Path
+
+    return Path(ref).expanduser().exists()
+
+
+def _profile(path: str, spec: Any, cands: Any, m: Any, ctx: int, k_max: int) -> Any:
+    from ..profile import load_profile
+
+    prof = load_profile(path)
+    if prof.target.id != spec.id:
+        warn(f"profile '{path}' measured '{prof.target.id}', not '{spec.id}': its curve is used as given")
+    if prof.context != ctx:
+        warn(f"profile measured at context {prof.context}, planning for {ctx}")
+    return prof
+
+
+def _probe_now(spec: Any, cands: Any, ctx: int, k_max: int) -> Any:
+    from ..probe import quick_profile
+
+    draft = cands[0].spec if cands else None
+    return quick_profile(spec, draft, context=ctx, max_k=k_max)
+
+
+def option_json(o: Any) -> dict[str, Any]:
+    a = o.acceptance
+    return {"draft": o.draft, "draft_ref": o.draft_ref, "k": o.k, "kv_dtype": o.kv_dtype,
+            "speedup": round(o.speedup, 4), "speedup_interval": [round(x, 4) for x in o.speedup_interval],
+            "verdict": o.verdict, "fits": o.fits, "headroom_bytes": o.headroom_bytes, "compatible": o.compatible,
+            "fallback": o.fallback, "reasons": list(o.reasons),
+            "acceptance": None if a is None else {"alpha": a.alpha, "low": a.low, "high": a.high, "given": a.given,
+                                                  "source": a.source},
+            "costs_source": o.costs_source,
+            "break_even_alpha": o.prediction.break_even_alpha if o.prediction else None,
+            "speedup_by_k": [round(x, 4) for x in o.prediction.speedup_by_k] if o.prediction else [],
+            "launch": o.launch}
+
+
+def recommendation_json(rec: Any) -> dict[str, Any]:
+    """The `planner recommend --json` schema (docs/recommend.md)."""
+    c = rec.choice
+    return {"target": rec.target, "machine": rec.machine, "engine": rec.engine, "context": rec.context,
+            "batch": rec.batch, "baseline_fits": rec.baseline_fits,
+            "baseline_headroom_bytes": rec.baseline_headroom_bytes,
+            "tokenizer_family": rec.tokenizer_family, "tokenizer_match": rec.tokenizer_match,
+            "plans": [option_json(o) for o in rec.plans],
+            "recommendation": {"draft": c.draft, "k": c.k if c.draft else None, "kv_dtype": c.kv_dtype,
+                               "speedup": round(c.speedup, 4), "speedup_interval": list(c.speedup_interval),
+                               "verdict": c.verdict, "reasons": list(c.reasons), "launch": c.launch,
+                               "fits": c.fits, "headroom_bytes": c.headroom_bytes},
+            "notes": list(rec.notes)}
+
+
+def recommendation_text(rec: Any) -> str:
+    from tabulate import tabulate
+
+    from ..report import fmt_bytes
+
+    lines = [f"target   {rec.target}", f"machine  {rec.machine}   engine {rec.engine}   context {rec.context:,}   "
+             f"batch {rec.batch}",
+             f"drafts   tokenizer family {rec.tokenizer_family or '?'} ({rec.tokenizer_match})", ""]
+    rows = [[o.draft, o.kv_dtype, o.k, f"{o.speedup:.2f}x", f"{o.speedup_interval[0]:.2f}-{o.speedup_interval[1]:.2f}",
+             o.verdict, "yes" if o.fits else "NO", fmt_bytes(o.headroom_bytes),
+             "yes" if o.compatible and not o.fallback else ("via fallback" if o.fallback else "NO"),
+             f"{o.acceptance.alpha:.2f}" if o.acceptance else "-"] for o in rec.plans[:12]]
+    if rows:
+        lines.append(tabulate(rows, headers=["draft", "KV", "K", "speed-up", "interval", "verdict", "fits",
+                                             "headroom", "compatible", "alpha"], disable_numparse=True))
+        lines.append(f"costs: {rec.plans[0].costs_source}; acceptance: {rec.plans[0].acceptance.source}"
+                     if rec.plans[0].acceptance else "")
+        lines.append("")
+    c = rec.choice
+    if c.draft:
+        lines.append(f"RECOMMENDED  draft {c.draft}, K={c.k}, KV {c.kv_dtype}: {c.speedup:.2f}x "
+                     f"({c.speedup_interval[0]:.2f}-{c.speedup_interval[1]:.2f}x), {c.verdict}")
+    else:
+        lines.append("RECOMMENDED  no speculation: plain decoding")
+    lines += [f"  - {r}" for r in c.reasons]
+    lines.append("")
+    for key, value in c.launch.items():
+        lines.append(f"{key}:")
+        lines += [f"  {line}" for line in str(value).splitlines()]
+    lines += [f"note: {n}" for n in rec.notes]
+    return "\n".join(lines)

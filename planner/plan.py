@@ -1,0 +1,387 @@
+"""Fit + pairing + costs + acceptance -> one honest recommendation (or "don't speculate").
+
+Why one composer: each candidate draft x KV dtype is judged the same way: does the pair
+fit this machine (fit.py), can the engine run it (pairing.py; a heterogeneous-vocabulary
+fallback counts, at its published acceptance cost), and what speed-up at the best K
+(speed.py) from measured costs (a probe profile) or a roofline of the machine. The best
+option is recommended only when its predicted speed-up is above 1.0; otherwise the
+answer is plain decoding, with the mechanism that makes speculation lose.
+
+Sources, always labelled: acceptance measured by a probe > --acceptance > catalog priors
+(catalogs/pairs) > family default; costs: --profile > --probe > roofline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from . import acceptance as acc
+from . import engines, fit, pairing, roofline, speed
+from .errors import MachineError, PlannerError, UsageError
+from .machine import Machine
+from .memory import Settings
+from .spec import ModelSpec
+
+# KV cache types worth trying per engine, unquantised first (quantised KV is not lossless).
+KV_OPTIONS = {"vllm": ("auto", "fp8"), "sglang": ("auto", "fp8"), "llama.cpp": ("f16", "q8_0"),
+              "transformers": ("auto",), "mlx": ("auto",)}
+# Pairing verdict that governs each serving engine (SGLang STANDALONE compares vocab sizes like vLLM).
+PAIRING_ENGINE = {"vllm": "vllm", "sglang": "vllm", "llama.cpp": "llama.cpp", "transformers": "transformers",
+                  "mlx": "mlx-lm"}
+# Engines whose refusal has a heterogeneous-vocabulary fallback (vLLM TLI, transformers UAG).
+FALLBACK_ENGINES = frozenset({"vllm", "transformers"})
+DEFAULT_K_MAX = 8
+# A draft larger than this share of the target's weights is not a candidate by default.
+MAX_DRAFT_SHARE = 0.5
+# Quantised KV must beat unquantised by this factor to be preferred (its accuracy cost is real).
+QUANT_KV_MARGIN = 1.02
+# A draft whose base/instruct style differs from the target's (chat template, tuning) must beat a
+# matching one by this factor: the acceptance priors do not see the mismatch, pairing advice does.
+STYLE_MARGIN = 1.02
+
+
+@dataclass(frozen=True)
+class Costs:
+    """t_v(1..n) of the target, t_d of one draft step, per-round overhead; and where they came from."""
+
+    verify_s: tuple[float, ...]
+    draft_s: float
+    overhead_s: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Candidate:
+    """A draft to consider: what the user typed (for launch commands) and its spec."""
+
+    ref: str
+    spec: ModelSpec
+
+
+@dataclass(frozen=True)
+class Option:
+    """One (draft, KV dtype) plan at its best K."""
+
+    draft: str | None
+    draft_ref: str | None
+    kv_dtype: str
+    k: int
+    speedup: float
+    speedup_interval: tuple[float, float]
+    verdict: str
+    fits: bool
+    headroom_bytes: int
+    compatible: bool
+    fallback: str | None
+    reasons: tuple[str, ...]
+    acceptance: acc.Acceptance | None
+    costs_source: str
+    prediction: speed.Prediction | None = None
+    launch: dict[str, Any] = field(default_factory=dict)
+    style_match: bool = True  # base/instruct style equals the target's (or unknown)
+
+    @property
+    def usable(self) -> bool:
+        return self.fits and self.compatible
+
+
+@dataclass(frozen=True)
+class Recommendation:
+    target: str
+    target_ref: str
+    machine: str
+    engine: str
+    context: int
+    batch: int
+    baseline_fits: bool
+    baseline_headroom_bytes: int
+    plans: tuple[Option, ...]
+    choice: Option  # choice.draft is None: do not speculate
+    tokenizer_family: str | None
+    tokenizer_match: str
+    notes: tuple[str, ...] = ()
+
+
+# --- which drafts ----------------------------------------------------------------------------
+
+def tokenizer_family(spec: ModelSpec) -> tuple[str | None, str]:
+    """The catalog tokenizer family of `spec` and how it was matched.
+
+    Catalog models carry the tag. A config-only directory or a GGUF is matched by its evidence
+    against the catalog's tokenizer facts: token count (or config vocab_size), bos/eos ids,
+    model_type and name; the match with the most agreeing facts wins.
+    """
+    from .sources import catalog
+
+    fp = spec.tokenizer
+    if fp is not None and fp.family:
+        return fp.family, f"catalog tokenizer facts ({spec.id})"
+    best: tuple[int, str, list[str]] | None = None
+    name = spec.id.lower()
+    for e in catalog.entries():
+        facts = e.get("tokenizer")
+        if not isinstance(facts, dict) or not facts.get("family"):
+            continue
+        cfg = e["config"].get("text_config") or e["config"]
+        why: list[str] = []
+        if fp is not None and fp.basis == "tokens" and fp.vocab_size == facts.get("vocab_size"):
+            why.append(f"{fp.vocab_size} tokens")
+        elif spec.vocab == cfg.get("vocab_size"):
+            why.append(f"config vocab_size {spec.vocab}")
+        else:
+            continue
+        eos = set(spec.eos_token_ids) | ({fp.eos_id} if fp is not None and fp.eos_id is not None else set())
+        if facts.get("eos_id") is not None and facts["eos_id"] in eos:
+            why.append(f"eos id {facts['eos_id']}")
+        bos = spec.bos_token_id if spec.bos_token_id is not None else (fp.bos_id if fp else None)
+        if facts.get("bos_id") is not None and facts["bos_id"] == bos:
+            why.append(f"bos id {bos}")
+        if cfg.get("model_type") == spec.model_type:
+            why.append(f"model_type {spec.model_type}")
+        if str(e.get("family", "")).lower().split("-")[0] in name:
+            why.append(f"name contains '{e['family']}'")
+        score = len(why)
+        if best is None or score > best[0]:
+            best = (score, str(facts["family"]), why)
+    if best is None or best[0] < 2:
+        return None, "no catalog tokenizer family shares this model's vocabulary size and special ids"
+    return best[1], "matched by " + ", ".join(best[2])
+
+
+def catalog_candidates(target: ModelSpec, family: str | None) -> list[Candidate]:
+    """Catalog models sharing the target's tokenizer family and much smaller than it."""
+    from .sources import catalog, load_spec
+
+    if family is None:
+        return []
+    out = []
+    for e in catalog.entries():
+        facts = e.get("tokenizer") or {}
+        if facts.get("family") != family or e["id"] == target.id:
+            continue
+        try:
+            spec = load_spec(e["id"])
+        except PlannerError:
+            continue
+        if spec.weights.resident_bytes <= target.weights.resident_bytes * MAX_DRAFT_SHARE:
+            out.append(Candidate(ref=e["id"], spec=spec))
+    return out
+
+
+# --- what each option costs --------------------------------------------------------------------
+
+def roofline_machine(machine: Machine, layout: fit.Layout) -> roofline.Roof:
+    """Tensor parallelism reads each shard in parallel: aggregate bandwidth and FLOP/s of the tp ranks.
+
+    Raises:
+        MachineError: the machine has no bandwidth figure (a --gpu-memory-only description).
+    """
+    if not machine.bandwidth_bytes_per_s:
+        raise MachineError(f"Cannot predict speed on '{machine.display_name}': it has no memory-bandwidth figure. "
+                           f"Use --machine with a catalog name (planner machines list), --profile FILE from "
+                           f"'planner probe', or --probe on this machine.")
+    tp = layout.tp
+    flops = {k: (v * tp if v else v) for k, v in machine.peak_flops.items()}
+    return roofline.Roof(bandwidth_bytes_per_s=machine.bandwidth_bytes_per_s * tp, peak_flops=flops,
+                         name=machine.name)
+
+
+def roofline_costs(target: ModelSpec, draft: ModelSpec, machine: roofline.Roof, s: Settings, k_max: int) -> Costs:
+    """Roofline t_v(1..k_max+1) and t_d on the deployment context (one sequence)."""
+    verify = roofline.verify_curve(target, machine, context=s.context, n_max=k_max + 1, settings=s)
+    t_d = roofline.draft_step_s(draft, machine, context=s.context, settings=s)
+    return Costs(verify_s=verify, draft_s=t_d, overhead_s=0.0, source=f"roofline ({machine.name})")
+
+
+def acceptance_for(target: ModelSpec, draft: ModelSpec, *, given: acc.Acceptance | None,
+                   measured: acc.Acceptance | None, tli: float | None) -> acc.Acceptance:
+    """Measured > given > catalog prior for the two families > family default; a vocabulary
+    translation (TLI) caps it at the published acceptance for that overlap."""
+    a = measured or given or acc.prior_for(target.family, draft.family)
+    if tli is not None and tli < a.alpha:
+        lo = min(a.low, tli)
+        a = acc.Acceptance(alpha=tli, low=lo, high=max(tli, min(a.high, tli + 0.1)),
+                           given=f"{a.given}; capped by TLI at this vocabulary overlap",
+                           source=f"{a.source}; published TLI acceptance (catalogs/heterogeneous_vocab.json)")
+    return a
+
+
+# --- one option ------------------------------------------------------------------------------
+
+def evaluate_option(problem: fit.Problem, cand: Candidate, verdict: pairing.Verdict, tli: float | None,
+                    costs: Costs, alpha: acc.Acceptance, k_max: int, kv: str, launch_in: engines.LaunchInput,
+                    engine: str) -> Option:
+    devs = fit.evaluate(problem, problem.settings.context, problem.settings.batch)
+    headroom = min(d.headroom_bytes for d in devs)
+    fallback = verdict.fallback if (not verdict.compatible and engine in FALLBACK_ENGINES) else None
+    compatible = verdict.compatible or fallback is not None
+    pred = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k_max)
+    reasons = list(pred.reasons)
+    if headroom < 0:
+        reasons.insert(0, f"does not fit: {-headroom:,} B over the tightest device's budget")
+    if not compatible:
+        reasons.insert(0, f"{engine} refuses this pair: {verdict.failed_rule} ({verdict.detail})")
+    elif fallback:
+        reasons.insert(0, f"{engine} needs {fallback} for this pair ({verdict.failed_rule})")
+    launch = engines.launch(engine, replace(launch_in, draft=cand.ref, k=pred.k_best, kv_dtype=_kv_flag(kv),
+                                            heterogeneous=fallback is not None))
+    return Option(draft=cand.spec.id, draft_ref=cand.ref, kv_dtype=kv, k=pred.k_best, speedup=pred.speedup,
+                  speedup_interval=(pred.speedup_low, pred.speedup_high), verdict=pred.verdict,
+                  fits=headroom >= 0, headroom_bytes=headroom, compatible=compatible, fallback=fallback,
+                  reasons=tuple(reasons), acceptance=alpha, costs_source=costs.source, prediction=pred,
+                  launch=launch, style_match=_style_match(problem.target, cand.spec))
+
+
+def _style_match(target: ModelSpec, draft: ModelSpec) -> bool:
+    if target.instruct is None or draft.instruct is None:
+        return True
+    return bool(target.instruct) == bool(draft.instruct)
+
+
+def _kv_flag(kv: str) -> str | None:
+    return None if kv in ("auto", "f16") else kv
+
+
+def rank(options: Sequence[Option]) -> list[Option]:
+    """Usable first, then by speed-up; unquantised KV wins unless quantised is QUANT_KV_MARGIN faster."""
+    def key(o: Option) -> tuple:
+        penalty = QUANT_KV_MARGIN if _kv_flag(o.kv_dtype) is not None else 1.0
+        penalty *= 1.0 if o.style_match else STYLE_MARGIN
+        return (not o.usable, -(o.speedup / penalty), -o.headroom_bytes)
+    return sorted(options, key=key)
+
+
+# --- the whole recommendation ------------------------------------------------------------------
+
+def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: str, context: int, batch: int = 1,
+              layout: fit.Layout | None = None, candidates: Sequence[Candidate] | None = None,
+              costs_for: Any = None, given_acceptance: acc.Acceptance | None = None,
+              measured_acceptance: dict[str, acc.Acceptance] | None = None, k_max: int = DEFAULT_K_MAX,
+              kv_dtypes: Sequence[str] | None = None, utilization: float | None = None,
+              temperature: float = 0.0) -> Recommendation:
+    """Rank candidate drafts x KV dtype on `machine` and pick one, or none.
+
+    Args:
+        target, target_ref: the target spec and what the user typed (for launch commands).
+        machine: catalog/detected machine; layout: tp/pp split (default: engine's).
+        candidates: drafts to consider (default: catalog models sharing the target's tokenizer).
+        costs_for: callable (draft spec, Settings) -> Costs (e.g. from a profile); default roofline.
+        given_acceptance: --acceptance; measured_acceptance: draft id -> probe-measured acceptance.
+        k_max: largest K considered; kv_dtypes: KV types to try (default KV_OPTIONS[engine]).
+
+    Raises:
+        MachineError: roofline needed but the machine has no bandwidth figure.
+        UsageError: a layout the machine cannot hold.
+    """
+    layout = layout or fit.default_layout(machine.n_devices, engine)
+    base_s = Settings(context=context, batch=batch, engine=engine, spec_tokens=0)
+    base = fit.evaluate(fit.Problem(target, machine, base_s, layout, utilization=utilization), context, batch)
+    base_headroom = min(d.headroom_bytes for d in base)
+    family, how = tokenizer_family(target)
+    cands = list(candidates) if candidates is not None else catalog_candidates(target, family)
+    notes = []
+    if candidates is None and not cands:
+        notes.append(f"no catalog draft shares this target's tokenizer ({how}); pass --candidates")
+    launch_in = engines.LaunchInput(target=target_ref, draft=None, k=1, context=context, tp=layout.tp,
+                                    temperature=temperature)
+    if costs_for is None:
+        roof = roofline_machine(machine, layout)
+
+        def costs_for(d: ModelSpec, s: Settings) -> Costs:
+            return roofline_costs(target, d, roof, s, k_max)
+    options = []
+    for cand in cands:
+        report = pairing.pair(target, cand.spec, context=context)
+        verdict = report.verdicts[PAIRING_ENGINE[engine]]
+        tli = None  # same tokenizer, refused only over embedding padding: TLI maps ids one to one
+        if (not verdict.compatible and report.same_tokenizer is not True and report.heterogeneous
+                and report.heterogeneous.tli_acceptance):
+            tli = report.heterogeneous.tli_acceptance.value
+        alpha = acceptance_for(target, cand.spec, given=given_acceptance,
+                               measured=(measured_acceptance or {}).get(cand.spec.id), tli=tli)
+        for kv in kv_dtypes or KV_OPTIONS[engine]:
+            s = Settings(context=context, batch=batch, engine=engine, kv_dtype=None if kv == "auto" else kv,
+                         spec_tokens=k_max)
+            problem = fit.Problem(target, machine, s, layout, draft=cand.spec, utilization=utilization)
+            options.append(evaluate_option(problem, cand, verdict, tli, costs_for(cand.spec, s), alpha, k_max, kv,
+                                           launch_in, engine))
+    ranked = rank(options)
+    choice = _choose(ranked, base_headroom >= 0, launch_in, engine)
+    return Recommendation(target=target.id, target_ref=target_ref, machine=machine.name, engine=engine,
+                          context=context, batch=batch, baseline_fits=base_headroom >= 0,
+                          baseline_headroom_bytes=base_headroom, plans=tuple(ranked), choice=choice,
+                          tokenizer_family=family, tokenizer_match=how, notes=tuple(notes))
+
+
+def _choose(ranked: Sequence[Option], base_fits: bool, launch_in: engines.LaunchInput, engine: str) -> Option:
+    best = next((o for o in ranked if o.usable and o.speedup > 1.0), None)
+    if best is not None:
+        return best
+    reasons = []
+    if not base_fits:
+        reasons.append("the target alone does not fit this machine at this context: see 'planner fit'")
+    elif not ranked:
+        reasons.append("no candidate draft to evaluate")
+    else:
+        usable = [o for o in ranked if o.usable]
+        if not usable:
+            reasons.append("no candidate draft both fits and is compatible: "
+                           + "; ".join(f"{o.draft}: {o.reasons[0]}" for o in ranked[:3]))
+        else:
+            top = usable[0]
+            reasons.append(f"best candidate {top.draft} (K={top.k}, {top.kv_dtype} KV) predicts "
+                           f"{top.speedup:.2f}x: slower than plain decoding")
+            reasons.extend(top.reasons)
+    return Option(draft=None, draft_ref=None, kv_dtype=KV_OPTIONS[engine][0], k=0, speedup=1.0,
+                  speedup_interval=(1.0, 1.0), verdict="no speculation", fits=base_fits, headroom_bytes=0,
+                  compatible=True, fallback=None, reasons=tuple(reasons), acceptance=None, costs_source="-",
+                  launch=engines.launch(engine, launch_in))
+
+
+def parse_acceptance(text: str) -> acc.Acceptance:
+    """--acceptance: `0.7` (alpha), `0.6-0.8` (interval), or `CONVENTION=VALUE[@K]`
+    (greedy_match=0.8, accepted_per_drafted=0.72@5, tau=2.8@4).
+
+    Raises:
+        UsageError: unparseable text.
+    """
+    t = text.strip()
+    convention, k = acc.ALPHA, None
+    if "=" in t:
+        convention, t = (x.strip() for x in t.split("=", 1))
+    if "@" in t:
+        t, ks = t.split("@", 1)
+        try:
+            k = int(ks)
+        except ValueError as e:
+            raise UsageError(f"Cannot use --acceptance '{text}': K after '@' must be an integer.") from e
+    try:
+        if "-" in t[1:]:
+            lo_s, hi_s = t.split("-", 1)
+            lo, hi = float(lo_s), float(hi_s)
+        else:
+            lo = hi = float(t)
+    except ValueError as e:
+        raise UsageError(f"Cannot use --acceptance '{text}': expected 0.7, 0.6-0.8 or CONVENTION=VALUE[@K] "
+                         f"(conventions: {', '.join(acc.CONVENTIONS)}).") from e
+    return acc.acceptance((lo + hi) / 2, convention, k=k, low=lo, high=hi, source="given (--acceptance)")
+
+
+def profile_costs(profile: Any, target: ModelSpec, roof: roofline.Roof | None) -> Any:
+    """Costs from a probe profile: measured t_v(n) and overhead; t_d measured for the profiled draft,
+    else the roofline t_d calibrated by measured / roofline t_v(1) (labelled)."""
+    verify = tuple(profile.target.verify_s)
+
+    def costs(d: ModelSpec, s: Settings) -> Costs:
+        if profile.draft is not None and profile.draft.id == d.id:
+            return Costs(verify, profile.draft.step_s, profile.overhead_s, "profile (measured)")
+        if roof is None:
+            raise MachineError(f"Cannot cost draft '{d.id}': the profile measured '{getattr(profile.draft, 'id', None)}' "
+                               f"and the machine has no bandwidth figure to scale from. Probe this draft.")
+        scale = verify[0] / roofline.forward_cost(target, roof, n=1, context=s.context, settings=s).seconds
+        t_d = roofline.draft_step_s(d, roof, context=s.context, settings=s) * scale
+        return Costs(verify, t_d, profile.overhead_s,
+                     f"profile (measured target); draft step roofline x {scale:.2f} calibration")
+    return costs

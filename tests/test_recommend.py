@@ -1,0 +1,141 @@
+"""`planner recommend`: same-family drafts, memory honoured, launch commands valid, no-speculation answers."""
+
+from __future__ import annotations
+
+import json
+import shlex
+
+import pytest
+
+from planner import plan as P
+from planner.cli import main
+from planner.fit import Layout
+from planner.machine import get_machine, with_overrides
+from planner.sources import load_spec
+
+from .conftest import model_dir
+
+
+def run(args, capsys):
+    with pytest.raises(SystemExit) as e:
+        main(args)
+    out = capsys.readouterr()
+    return e.value.code, out.out, out.err
+
+
+def test_recommend_catalog_target_offline_json(capsys):
+    code, out, _ = run(["recommend", "llama-3.1-8b-instruct", "--machine", "rtx-4090", "--engine", "vllm",
+                        "--json"], capsys)
+    assert code == 0
+    data = json.loads(out)
+    assert data["target"] == "meta-llama/Llama-3.1-8B-Instruct" and data["machine"] == "rtx-4090"
+    rec = data["recommendation"]
+    assert rec["draft"].startswith("meta-llama/Llama-3.2-") and rec["verdict"] in ("faster", "uncertain")
+    assert rec["speedup"] > 1.0 and 1 <= rec["k"] <= 8
+    # every candidate is a same-tokenizer-family model, smaller than the target
+    assert data["plans"] and all(p["draft"].startswith("meta-llama/Llama-3.") for p in data["plans"])
+    # the vLLM launch command is valid: its --speculative-config parses as JSON with the chosen K
+    argv = shlex.split(rec["launch"]["command"])
+    spec_cfg = json.loads(argv[argv.index("--speculative-config") + 1])
+    assert spec_cfg == {"method": "draft_model", "model": rec["draft"], "num_speculative_tokens": rec["k"],
+                        "draft_tensor_parallel_size": 1}
+    assert argv[:3] == ["vllm", "serve", "meta-llama/Llama-3.1-8B-Instruct"]
+
+
+def test_instruct_target_prefers_instruct_draft():
+    t = load_spec("qwen2.5-7b-instruct")
+    rec = P.recommend(t, t.id, get_machine("rtx-4090"), engine="llama.cpp", context=4096)
+    assert rec.choice.draft == "Qwen/Qwen2.5-0.5B-Instruct"
+    assert rec.tokenizer_family == "qwen2.5"
+
+
+def _used(target, draft, machine, context):
+    from planner import fit
+    from planner.memory import Settings
+
+    s = Settings(context=context, engine="transformers", spec_tokens=P.DEFAULT_K_MAX)
+    devs = fit.evaluate(fit.Problem(target, machine, s, draft=draft), context, 1)
+    return devs[0].used_bytes
+
+
+def test_draft_that_does_not_fit_is_never_recommended():
+    t = load_spec("llama-3.1-8b-instruct")
+    small, big = load_spec("llama-3.2-1b-instruct"), load_spec("llama-3.2-3b-instruct")
+    big_m = get_machine("h100-sxm")
+    # a device between what the target + 1B and the target + 3B need: only the 1B draft fits
+    mem = (_used(t, small, big_m, 4096) + _used(t, big, big_m, 4096)) // 2
+    m = with_overrides(get_machine("rtx-4090"), memory_bytes=mem)
+    rec = P.recommend(t, t.id, m, engine="transformers", context=4096)
+    by_draft = {o.draft: o for o in rec.plans}
+    assert not by_draft["meta-llama/Llama-3.2-3B-Instruct"].fits
+    assert by_draft["meta-llama/Llama-3.2-1B-Instruct"].fits
+    assert rec.choice.draft == "meta-llama/Llama-3.2-1B-Instruct"
+    # below target + 1B (but above the target alone): nothing fits beside it, so plain decoding
+    alone = _used(t, None, big_m, 4096)
+    tiny = with_overrides(get_machine("rtx-4090"), memory_bytes=(alone + _used(t, small, big_m, 4096)) // 2)
+    rec2 = P.recommend(t, t.id, tiny, engine="transformers", context=4096)
+    assert rec2.baseline_fits and rec2.choice.draft is None
+    assert any("fits" in r for r in rec2.choice.reasons)
+
+
+def test_serial_backend_profile_says_no_speculation(tmp_path, capsys):
+    t = load_spec("llama-3.1-8b-instruct")
+    verify = [0.02 * n for n in range(1, 10)]  # t_v(n) = n t_v(1): not batch-parallel
+
+    class Curve:
+        def __init__(self, id_, v, step):
+            self.id, self.verify_s, self.step_s = id_, v, step
+
+    class Prof:
+        target = Curve(t.id, verify, 0.02)
+        draft = Curve("meta-llama/Llama-3.2-1B-Instruct", [0.004], 0.004)
+        overhead_s = 0.0
+
+    costs = P.profile_costs(Prof(), t, None)
+    d = P.Candidate("meta-llama/Llama-3.2-1B-Instruct", load_spec("llama-3.2-1b-instruct"))
+    rec = P.recommend(t, t.id, get_machine("rtx-4090"), engine="llama.cpp", context=4096, candidates=[d],
+                      costs_for=costs, k_max=8)
+    assert rec.choice.draft is None and rec.choice.verdict == "no speculation"
+    assert any("batch-parallel" in r for r in rec.choice.reasons)
+
+
+def test_target_that_does_not_fit_exits_1(capsys):
+    code, out, _ = run(["recommend", "llama-3.1-70b-instruct", "--machine", "rtx-4090", "--json"], capsys)
+    assert code == 1
+    data = json.loads(out)
+    assert data["baseline_fits"] is False and data["recommendation"]["draft"] is None
+
+
+def test_config_only_dir_matched_by_evidence(tmp_path):
+    d = model_dir(tmp_path, "Qwen2.5-7B")
+    spec = load_spec(str(d))
+    fam, how = P.tokenizer_family(spec)
+    assert fam == "qwen2.5" and "vocab_size 152064" in how
+
+
+def test_llamacpp_launch_both_spellings(capsys):
+    code, out, _ = run(["recommend", "llama-3.1-8b-instruct", "--machine", "m3-max-36gb", "--engine",
+                        "llama.cpp", "--json"], capsys)
+    launch = json.loads(out)["recommendation"]["launch"]
+    k = json.loads(out)["recommendation"]["k"]
+    assert f"--draft-max {k}" in launch["command"] and f"--spec-draft-n-max {k}" in launch["command_2026"]
+    assert "-ngld 99" in launch["command"] and "-cd 4096" in launch["command"]
+
+
+@pytest.mark.parametrize("text,alpha", [("0.7", 0.7), ("greedy_match=0.8", 0.8)])
+def test_parse_acceptance(text, alpha):
+    assert P.parse_acceptance(text).alpha == pytest.approx(alpha)
+
+
+def test_parse_acceptance_conventions():
+    a = P.parse_acceptance("accepted_per_drafted=0.378@6")
+    assert a.alpha == pytest.approx(0.727, abs=0.002)
+    iv = P.parse_acceptance("0.6-0.8")
+    assert (iv.low, iv.alpha, iv.high) == pytest.approx((0.6, 0.7, 0.8))
+
+
+def test_tp_roofline_aggregates_bandwidth():
+    m = get_machine("2x-rtx-4090")
+    r1 = P.roofline_machine(m, Layout(tp=1, pp=2))
+    r2 = P.roofline_machine(m, Layout(tp=2, pp=1))
+    assert r2.bandwidth_bytes_per_s == 2 * r1.bandwidth_bytes_per_s
