@@ -88,7 +88,8 @@ def is_known(name: str) -> bool:
 
 def nbytes(dtype: str, numel: int) -> int:
     """Exact bytes of `numel` elements stored as `dtype` (blocks padded to whole blocks)."""
-    return FORMATS[canonical(dtype)].nbytes(numel)
+    f = FORMATS.get(dtype) or FORMATS[canonical(dtype)]
+    return f.nbytes(numel)
 
 
 def row_bytes(dtype: str, numel: int) -> int:

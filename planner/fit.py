@@ -25,7 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from . import quant
+from . import memory
 from .constants import (
     CPU_USABLE_FRACTION,
     DEVICE_MARGIN_BYTES,
@@ -295,9 +295,7 @@ def shard_spec(spec: ModelSpec, stage: tuple[int, int], tp: int, engine: str, *,
 
 def resident_tensors(spec: ModelSpec, s: Settings) -> tuple[TensorInfo, ...]:
     """The tensors memory.weights() sums, as tensors (re-sized under --weights-dtype)."""
-    if s.weights_dtype:
-        return quant.apply(spec.weights.tensors, quant.parse_scheme(s.weights_dtype, group_size=s.group_size))
-    return spec.weights.tensors
+    return memory.resident_tensors(spec, s)
 
 
 def weight_split(spec: ModelSpec, s: Settings, layout_tp: int, layout_pp: int, *,
@@ -310,6 +308,15 @@ def weight_split(spec: ModelSpec, s: Settings, layout_tp: int, layout_pp: int, *
     Within a stage, groups the engine shards are divided by tp (ceil), the others stay whole on
     every rank (llama.cpp: on the stage's first rank only).
     """
+    key = ("split", memory._scheme_name(spec, s), s.group_size, s.engine, layout_tp, layout_pp, on_host_ok)
+    if key not in spec.weights.memo:
+        spec.weights.memo[key] = _weight_split(spec, s, layout_tp, layout_pp, on_host_ok=on_host_ok)
+    per_device, host = spec.weights.memo[key]
+    return list(per_device), host
+
+
+def _weight_split(spec: ModelSpec, s: Settings, layout_tp: int, layout_pp: int, *,
+                  on_host_ok: bool) -> tuple[list[int], int]:
     engine, tp, pp = s.engine, layout_tp, layout_pp
     stages = stage_ranges(spec.n_layers, pp, engine)
     stage_of = [i for i, (a, b) in enumerate(stages) for _ in range(a, b)]

@@ -327,6 +327,16 @@ def _import_torch() -> Any:
     return importlib.import_module("torch")
 
 
+def _gpu_device_nodes() -> bool:
+    """Linux: an NVIDIA (/dev/nvidia0..) or AMD ROCm (/dev/kfd) device node exists. Elsewhere: True
+    (macOS needs torch for the exact MPS working set; Windows has no cheap check)."""
+    system, _ = _platform()
+    if system != "Linux":
+        return True
+    dev = Path("/dev")
+    return (dev / "kfd").exists() or any(dev.glob("nvidia[0-9]*"))
+
+
 def _platform() -> tuple[str, str]:
     return platform.system(), platform.machine()
 
@@ -461,6 +471,8 @@ def detect(*, use_torch: bool | None = None) -> Machine:
     if gpus:
         return _detected("gpu", "nvidia", gpus, "nvidia-smi --query-gpu memory.total/memory.free", total)
     allow_torch = _torch_installed() if use_torch is None else (use_torch and _torch_installed())
+    # importing torch costs ~2 s: only when a GPU device node says there is something to find
+    allow_torch = allow_torch and (use_torch is True or _gpu_device_nodes())
     if allow_torch:
         found = torch_devices()
         if found:

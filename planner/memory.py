@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
+from functools import lru_cache
 from types import MappingProxyType
 
 from . import dtypes, quant
@@ -26,7 +27,7 @@ from .constants import (
     VLLM_MAX_BATCHED_TOKENS,
 )
 from .errors import UsageError
-from .spec import CHUNKED, FULL, MLA, NONE, SLIDING, LayerSpec, ModelSpec
+from .spec import CHUNKED, FULL, MLA, NONE, SLIDING, LayerSpec, ModelSpec, TensorInfo
 
 ENGINE_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp", "hf": "transformers",
                   "mlx-lm": "mlx", "mlx_lm": "mlx", "ollama": "llama.cpp", "lmstudio": "llama.cpp"}
@@ -137,6 +138,7 @@ def _pad(n: int, to: int) -> int:
     return -(-n // to) * to
 
 
+@lru_cache(maxsize=4096)
 def layer_token_bytes(layer: LayerSpec, fmt: str, engine: str) -> int:
     """Bytes one token adds to one layer's cache (K row + V row, or the MLA latent row)."""
     if layer.attention == NONE:
@@ -261,28 +263,64 @@ def activations(spec: ModelSpec, s: Settings, context: int) -> int:
 
 # --- weights and the whole ledger --------------------------------------------
 
+def _scheme_name(spec: ModelSpec, s: Settings) -> str | None:
+    """The re-sizing applied: --weights-dtype, or the engine's float32 -> 16-bit load."""
+    if s.weights_dtype:
+        return s.weights_dtype
+    if s.engine in SIXTEEN_BIT_ENGINES and spec.weights.dominant_dtype == "F32":
+        # vLLM/SGLang dtype="auto" run float32 checkpoints in 16-bit (vllm config _get_and_verify_dtype);
+        # llama.cpp's converter writes f16/bf16 GGUFs
+        return "bf16"
+    return None
+
+
+def resident_tensors(spec: ModelSpec, s: Settings) -> tuple[TensorInfo, ...]:
+    """The weight tensors as the engine holds them (memoised on the inventory per scheme)."""
+    name = _scheme_name(spec, s)
+    if name is None:
+        return spec.weights.tensors
+    key = ("tensors", name, s.group_size)
+    memo = spec.weights.memo
+    if key not in memo:
+        memo[key] = quant.apply(spec.weights.tensors, quant.parse_scheme(name, group_size=s.group_size))
+    return memo[key]
+
+
+def bytes_by_group(spec: ModelSpec, s: Settings) -> dict[str, int]:
+    """Resident bytes per tensor group under settings `s` (memoised)."""
+    name = _scheme_name(spec, s)
+    if name is None:
+        return dict(spec.weights.bytes_by_group)
+    key = ("groups", name, s.group_size)
+    memo = spec.weights.memo
+    if key not in memo:
+        out: dict[str, int] = {}
+        for t in resident_tensors(spec, s):
+            out[t.group] = out.get(t.group, 0) + t.nbytes
+        memo[key] = out
+    return dict(memo[key])
+
+
 def weights(spec: ModelSpec, s: Settings) -> tuple[int, str, str]:
     """(resident weight bytes, dominant format, provenance) after an optional override."""
     inv = spec.weights
-    weights_dtype = s.weights_dtype
-    if not weights_dtype and s.engine in SIXTEEN_BIT_ENGINES and inv.dominant_dtype == "F32":
-        # vLLM/SGLang dtype="auto" run float32 checkpoints in 16-bit (vllm config _get_and_verify_dtype);
-        # llama.cpp's converter writes f16/bf16 GGUFs
-        weights_dtype = "bf16"
-    if weights_dtype:
-        scheme = quant.parse_scheme(weights_dtype, group_size=s.group_size)
-        tensors = quant.apply(inv.tensors, scheme)
-        total = sum(t.nbytes for t in tensors)
-        src = f"{spec.provenance.get('weights', inv.source)}, re-sized as {scheme.name}"
-        if scheme.kind in ("int4", "fp8") and scheme.group_size:
-            src += f" (group {scheme.group_size})"
-        if not s.weights_dtype:
-            src += f" ({s.engine} runs float32 checkpoints in 16-bit)"
+    name = _scheme_name(spec, s)
+    if name is None:
+        return inv.resident_bytes, inv.dominant_dtype, spec.provenance.get("weights", inv.source)
+    scheme = quant.parse_scheme(name, group_size=s.group_size)
+    key = ("weights", name, s.group_size)
+    if key not in inv.memo:
         by: dict[str, int] = {}
-        for t in tensors:
+        for t in resident_tensors(spec, s):
             by[t.dtype] = by.get(t.dtype, 0) + t.nbytes
-        return total, max(by, key=by.get) if by else scheme.name, src
-    return inv.resident_bytes, inv.dominant_dtype, spec.provenance.get("weights", inv.source)
+        inv.memo[key] = (sum(by.values()), max(by, key=by.get) if by else scheme.name)
+    total, dominant = inv.memo[key]
+    src = f"{spec.provenance.get('weights', inv.source)}, re-sized as {scheme.name}"
+    if scheme.kind in ("int4", "fp8") and scheme.group_size:
+        src += f" (group {scheme.group_size})"
+    if not s.weights_dtype:
+        src += f" ({s.engine} runs float32 checkpoints in 16-bit)"
+    return total, dominant, src
 
 
 def model_ledger(spec: ModelSpec, s: Settings, role: str = "target") -> ModelLedger:

@@ -288,9 +288,14 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
                                     temperature=temperature)
     if costs_for is None:
         roof = roofline_machine(machine, layout)
+        curves: dict[tuple, tuple[float, ...]] = {}  # the target's curve depends on the KV type only
 
         def costs_for(d: ModelSpec, s: Settings) -> Costs:
-            return roofline_costs(target, d, roof, s, k_max)
+            key = (s.kv_dtype, s.context)
+            if key not in curves:
+                curves[key] = roofline.verify_curve(target, roof, context=s.context, n_max=k_max + 1, settings=s)
+            t_d = roofline.draft_step_s(d, roof, context=s.context, settings=s)
+            return Costs(verify_s=curves[key], draft_s=t_d, overhead_s=0.0, source=f"roofline ({roof.name})")
     options = []
     for cand in cands:
         report = pairing.pair(target, cand.spec, context=context)

@@ -15,15 +15,15 @@ assumes decode is one sequence; say so wherever it is shown.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from . import memory, quant
+from . import memory
 from .constants import ENGINE_FORWARD_OVERHEAD_S, ENGINE_FORWARD_OVERHEAD_SOURCES
 from .errors import MachineError, UsageError
 from .memory import Settings
-from .spec import CHUNKED, NONE, SLIDING, ModelSpec, TensorInfo
+from .spec import CHUNKED, NONE, SLIDING, ModelSpec
 
 LABEL = "roofline"
 
@@ -83,7 +83,7 @@ def weight_bytes_read(spec: ModelSpec, s: Settings, n: int) -> int:
     #  - vision/audio towers (resident, idle while decoding text)
     """
     total, _, _ = memory.weights(spec, s)
-    groups = _bytes_by_group(_tensors(spec, s))
+    groups = memory.bytes_by_group(spec, s)
     skip = groups.get("vision", 0)
     if spec.moe and groups.get("experts"):
         touched = expected_experts_touched(spec.moe.experts, spec.moe.experts_per_token, n) / spec.moe.experts
@@ -220,15 +220,3 @@ def draft_step_s(spec: ModelSpec, machine: MachineLike, *, context: int, setting
 
 
 # --- helpers -----------------------------------------------------------------------
-
-def _tensors(spec: ModelSpec, s: Settings) -> Iterable[TensorInfo]:
-    if s.weights_dtype:
-        return quant.apply(spec.weights.tensors, quant.parse_scheme(s.weights_dtype, group_size=s.group_size))
-    return spec.weights.tensors
-
-
-def _bytes_by_group(tensors: Iterable[TensorInfo]) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for t in tensors:
-        out[t.group] = out.get(t.group, 0) + t.nbytes
-    return out

@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import cached_property
 from types import MappingProxyType
 
 from . import dtypes
@@ -87,7 +88,7 @@ class TensorInfo:
             n *= d
         return n
 
-    @property
+    @cached_property
     def layer(self) -> int | None:
         m = _LAYER_INDEX.search(self.name)
         return int(m.group(1)) if m else None
@@ -119,6 +120,9 @@ class WeightInventory:
     bytes_by_dtype: Mapping[str, int] = field(init=False)
     bytes_by_group: Mapping[str, int] = field(init=False)
     resident_bytes: int = field(init=False)
+    # derived views (re-sized tensor lists, per-device splits) memoised by their inputs: the
+    # planner asks the same question for every candidate draft, and the inventory never changes
+    memo: dict = field(init=False, repr=False, compare=False, default_factory=dict)
 
     def __post_init__(self) -> None:
         by_dtype: dict[str, int] = {}

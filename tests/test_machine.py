@@ -127,7 +127,7 @@ SMI = "0, NVIDIA GeForce RTX 4090, 24564, 23000\n1, NVIDIA GeForce RTX 4090, 245
 @pytest.fixture
 def host(monkeypatch):
     """A fake host: answers for commands, psutil, platform and torch are set per test."""
-    state = SimpleNamespace(commands={}, torch=None, platform=("Linux", "x86_64"), torch_calls=0)
+    state = SimpleNamespace(commands={}, torch=None, platform=("Linux", "x86_64"), torch_calls=0, gpu_nodes=True)
 
     def run(cmd):
         return state.commands.get(tuple(cmd))
@@ -143,6 +143,7 @@ def host(monkeypatch):
     monkeypatch.setattr(M, "_platform", lambda: state.platform)
     monkeypatch.setattr(M, "_torch_installed", lambda: state.torch is not None)
     monkeypatch.setattr(M, "_import_torch", import_torch)
+    monkeypatch.setattr(M, "_gpu_device_nodes", lambda: state.gpu_nodes)
     monkeypatch.setattr(M, "_cpu_name", lambda: "AMD Ryzen 9 7950X 16-Core Processor")
     return state
 
@@ -217,6 +218,8 @@ def test_detect_cpu_only(host, monkeypatch):
     host.torch = fake_torch()  # torch installed, but no accelerator
     assert M.detect().kind == "cpu" and host.torch_calls == 1
     assert M.detect(use_torch=False).kind == "cpu" and host.torch_calls == 1
+    host.gpu_nodes = False  # no /dev/nvidia* or /dev/kfd: torch is not even imported
+    assert M.detect().kind == "cpu" and host.torch_calls == 1
 
 
 def test_parse_nvidia_smi():
