@@ -30,6 +30,20 @@ def is_debug() -> bool:
     return _is_true(os.environ.get("SPEC_PLANNER_DEBUG"))
 
 
+def fuzz_examples() -> int | None:
+    """SPEC_PLANNER_FUZZ_EXAMPLES: generated inputs per reader in tests/test_fuzz_*.py (None: the fast default).
+
+    Raises:
+        ValueError: the variable is set but is not a positive integer (a typo must not shrink a long run).
+    """
+    raw = (os.environ.get("SPEC_PLANNER_FUZZ_EXAMPLES") or "").strip()
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) < 1:
+        raise ValueError(f"SPEC_PLANNER_FUZZ_EXAMPLES must be a positive integer (got '{raw}').")
+    return int(raw)
+
+
 def hf_token() -> str | None:
     """HF_TOKEN, passed to huggingface_hub for gated repos (None lets the hub find its own)."""
     return os.environ.get("HF_TOKEN") or None

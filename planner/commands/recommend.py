@@ -6,8 +6,9 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli import BatchOpt, ContextOpt, JsonOpt, ModelArg, RevisionOpt, app, emit, warn
+from ..cli import ContextOpt, JsonOpt, ModelArg, RevisionOpt, app, emit, warn
 from .fit import GpuMemoryOpt, GpusOpt, MachineOpt, PpOpt, TpOpt, UtilizationOpt
+from .memory import ParallelBatchOpt
 
 CandidatesOpt = Annotated[str | None, typer.Option(
     "--candidates", help="Comma-separated drafts to consider (default: catalog models sharing the target's "
@@ -19,7 +20,8 @@ AcceptanceOpt = Annotated[str | None, typer.Option(
 MaxKOpt = Annotated[int, typer.Option("--max-k", help="Largest K (tokens drafted per round) considered.",
                                       min=1, max=32)]
 RecEngineOpt = Annotated[str, typer.Option(
-    "--engine", "-e", help="vllm | sglang | llama.cpp | transformers | mlx | auto (GPU: vllm; Apple, CPU: llama.cpp).")]
+    "--engine", "-e", help="vllm | sglang | llama.cpp | transformers | mlx | auto (a .gguf target: llama.cpp; "
+                           "else GPU: vllm; Apple, CPU: llama.cpp).")]
 KvOpt = Annotated[str | None, typer.Option("--kv-dtype", help="Only this KV cache type (default: try the "
                                                               "engine's unquantised and 8-bit types).")]
 ProbeFlag = Annotated[bool, typer.Option("--probe", help="Measure costs now with a quick synthetic probe "
@@ -27,10 +29,12 @@ ProbeFlag = Annotated[bool, typer.Option("--probe", help="Measure costs now with
 TemperatureOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature (0 = greedy).", min=0)]
 
 
-def _engine(name: str, kind: str) -> str:
+def _engine(name: str, kind: str, source: str | None = None) -> str:
     from ..memory import canonical_engine
 
     if name.strip().lower() == "auto":
+        if source == "gguf":  # a GGUF file is llama.cpp's own format
+            return "llama.cpp"
         return "vllm" if kind == "gpu" else "llama.cpp"
     return canonical_engine(name)
 
@@ -45,7 +49,7 @@ def recommend(
     pp: PpOpt = None,
     utilization: UtilizationOpt = None,
     context: ContextOpt = "4096",
-    batch: BatchOpt = 1,
+    batch: ParallelBatchOpt = 1,
     engine: RecEngineOpt = "auto",
     candidates: CandidatesOpt = None,
     profile: ProfileOpt = None,
@@ -66,6 +70,7 @@ def recommend(
       planner recommend llama-3.1-8b-instruct --machine m3-max-36gb --engine llama.cpp --context 16k
       planner recommend ./my-model --candidates qwen2.5-0.5b-instruct,qwen2.5-1.5b-instruct --acceptance 0.75
       planner recommend llama-3.3-70b-instruct --machine 2x-rtx-4090 --profile probe.json --json
+      planner recommend target.gguf --candidates small.gguf,tiny.gguf --machine rtx-4090
     """
     from .. import plan as P
     from ..fit import default_layout
@@ -75,7 +80,7 @@ def recommend(
 
     spec = load_spec(target, revision=revision)
     m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
-    eng = _engine(engine, m.kind)
+    eng = _engine(engine, m.kind, spec.source)
     ctx = parse_tokens(context)
     layout = default_layout(m.n_devices, eng, tp, pp)
     cands = None
@@ -129,10 +134,13 @@ def _profile(path: str, spec: Any, cands: Any, m: Any, ctx: int, k_max: int) -> 
 
 
 def _probe_now(spec: Any, cands: Any, ctx: int, k_max: int) -> Any:
-    from ..probe import quick_profile
+    """A quick synthetic probe of the target (and the first --candidates draft) on this machine."""
+    from ..probe.runner import ProbeSettings, run_synthetic
 
     draft = cands[0].spec if cands else None
-    return quick_profile(spec, draft, context=ctx, max_k=k_max)
+    warn(f"probing {spec.id}" + (f" and {draft.id}" if draft else "") + " on this machine (synthetic, "
+         "default budget); other drafts' steps are scaled from the roofline")
+    return run_synthetic(spec, draft, ProbeSettings(context=ctx, max_k=k_max))
 
 
 def option_json(o: Any) -> dict[str, Any]:
