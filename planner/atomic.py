@@ -38,6 +38,9 @@ def atomic_write(path: str | Path, data: str | bytes, *, inputs: Iterable[str | 
         parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=parent)
         try:
+            umask = os.umask(0)
+            os.umask(umask)
+            os.fchmod(fd, 0o666 & ~umask)  # mkstemp makes 0600; outputs get the usual permissions
             with os.fdopen(fd, "wb") as fh:
                 fh.write(raw)
                 fh.flush()

@@ -69,7 +69,7 @@ def _register() -> None:
         importlib.import_module(f"{__package__}.commands.{name}")
 
 
-COMMAND_MODULES = ("memory", "catalog", "fit", "machines", "probe", "pair", "recommend")
+COMMAND_MODULES = ("memory", "catalog", "fit", "machines", "probe", "pair", "recommend", "check", "report", "bench")
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -11,9 +11,15 @@ Schema (docs/check.md):
     name = "chat-14b"; target = "Qwen/Qwen2.5-14B-Instruct"; draft = "Qwen/Qwen2.5-1.5B-Instruct"
     engine = "vllm"; context = 8192; batch = 1; kv_dtype = "fp8"; weights_dtype = "int4"
     machine = "h100-sxm"          # or machines = [...], or gpu_memory = "80GiB" with gpus = 1
-    tp = 1; k = 4; acceptance = 0.7; profile = "probe.json"
+    tp = 1; k = 4; max_k = 8; acceptance = 0.7  # or "0.6-0.8", "greedy_match=0.8", "tau=2.8@4"
+    profile = "probe.json"        # or profile = { "h100-sxm" = "h100.json" } (one per machine)
     [deployment.require]
     fits = true; min_headroom = "1GiB"; compatible = true; min_speedup = 1.1  # or "no_slowdown"
+    max_total_memory = "60GiB"; speedup_estimate = "expected"  # or "pessimistic" (low end of the interval)
+    # compatible = "allow_fallback": a heterogeneous-vocabulary fallback (vLLM TLI, transformers UAG) passes
+
+Paths (profile) are relative to the policy file. Engine, KV dtype, weights dtype and acceptance
+are validated here, so a typo fails at load with the key named, not halfway through a check.
 """
 
 from __future__ import annotations
@@ -25,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .constants import JSON_MAX_BYTES
-from .errors import ConfigError
+from .errors import ConfigError, PlannerError
 from .units import parse_bytes, parse_tokens
 
 if sys.version_info >= (3, 11):
@@ -35,11 +41,14 @@ else:  # pragma: no cover - exercised on 3.10 only
 
 DEPLOYMENT_KEYS = {"name": str, "target": str, "draft": str, "engine": str, "context": (int, str), "batch": int,
                    "kv_dtype": str, "weights_dtype": str, "machine": str, "machines": list, "gpu_memory": (str, int),
-                   "gpus": int, "tp": int, "pp": int, "utilization": float, "k": int, "acceptance": float,
-                   "profile": str, "temperature": float, "require": dict}
+                   "gpus": int, "tp": int, "pp": int, "utilization": float, "k": int, "acceptance": (float, str),
+                   "profile": (str, dict), "temperature": float, "max_k": int, "require": dict}
 DEFAULT_KEYS = {k: v for k, v in DEPLOYMENT_KEYS.items() if k not in ("name", "target", "draft", "require")}
-REQUIRE_KEYS = {"fits": bool, "min_headroom": (str, int), "compatible": bool, "min_speedup": (float, int, str),
-                "max_total_memory": (str, int)}
+REQUIRE_KEYS = {"fits": bool, "min_headroom": (str, int), "compatible": (bool, str),
+                "min_speedup": (float, int, str), "max_total_memory": (str, int), "speedup_estimate": str}
+ALLOW_FALLBACK = "allow_fallback"
+SPEEDUP_ESTIMATES = ("expected", "pessimistic")
+DEFAULT_MAX_K = 8
 
 
 @dataclass(frozen=True)
@@ -49,6 +58,8 @@ class Requirements:
     compatible: bool = True
     min_speedup: float | None = None  # None: not required; 1.0 for "no_slowdown"
     max_total_bytes: int | None = None
+    allow_fallback: bool = False  # compatible = "allow_fallback": a vocabulary fallback passes
+    speedup_estimate: str = "expected"  # "pessimistic": the low end of the acceptance interval
 
 
 @dataclass(frozen=True)
@@ -63,15 +74,21 @@ class Deployment:
     weights_dtype: str | None = None
     machines: tuple[str, ...] = ()
     gpu_memory_bytes: int | None = None
-    gpus: int = 1
-    tp: int = 1
-    pp: int = 1
+    gpus: int | None = None  # None: the machine's own device count (1 for gpu_memory alone)
+    tp: int | None = None  # None: the engine's default layout over the machine's devices
+    pp: int | None = None
     utilization: float | None = None
     k: int | None = None
-    acceptance: float | None = None
+    acceptance: float | str | None = None  # alpha, or the --acceptance text forms
     temperature: float = 0.0
-    profile: str | None = None
+    profile: str | None = None  # one profile for every machine (path resolved against the policy file)
+    profiles: tuple[tuple[str, str], ...] = ()  # (machine, path) when profile is a table
+    max_k: int = DEFAULT_MAX_K
     require: Requirements = field(default_factory=Requirements)
+
+    def profile_for(self, machine: str) -> str | None:
+        """The profile measured on `machine` (a table entry), else the deployment-wide one."""
+        return dict(self.profiles).get(machine, self.profile)
 
 
 @dataclass(frozen=True)
@@ -132,13 +149,23 @@ def parse_policy(doc: dict[str, Any], origin: str) -> Policy:
             f"deployment '{item['name']}'"
         if not isinstance(item, dict):
             raise ConfigError(f"Cannot use policy '{origin}': {where} is not a table.", origin, key="deployment")
-        d = _deployment({**defaults, **item}, origin, where)
+        d = _deployment(_merge(defaults, item), origin, where)
         if d.name in names:
             raise ConfigError(f"Cannot use policy '{origin}': two deployments are named '{d.name}'.", origin,
                               key="name")
         names.add(d.name)
         deployments.append(d)
     return Policy(path=origin, deployments=tuple(deployments))
+
+
+def _merge(defaults: dict[str, Any], item: dict[str, Any]) -> dict[str, Any]:
+    """Defaults under the deployment's own keys; a deployment naming `machine` or `machines` replaces
+    both of the defaults' (one machine list, never a union of the two)."""
+    base = dict(defaults)
+    if "machine" in item or "machines" in item:
+        base.pop("machine", None)
+        base.pop("machines", None)
+    return {**base, **item}
 
 
 def _keys(table: dict[str, Any], allowed: dict[str, Any], origin: str, prefix: str) -> None:
@@ -150,7 +177,7 @@ def _keys(table: dict[str, Any], allowed: dict[str, Any], origin: str, prefix: s
                               key=prefix + key)
         want = allowed[key]
         ok = isinstance(value, want) and not (isinstance(value, bool) and bool not in _tuple(want))
-        if want is float and isinstance(value, int) and not isinstance(value, bool):
+        if float in _tuple(want) and isinstance(value, int) and not isinstance(value, bool):
             ok = True
         if not ok:
             names = " or ".join(t.__name__ for t in _tuple(want))
@@ -183,14 +210,17 @@ def _deployment(d: dict[str, Any], origin: str, where: str) -> Deployment:
                               f"\"no_slowdown\" (got {ms!r}).", origin, key="require.min_speedup")
         ms = 1.0
     for key, lo, hi in (("batch", 1, 1 << 20), ("gpus", 1, 4096), ("tp", 1, 4096), ("pp", 1, 4096),
-                        ("k", 1, 64)):
+                        ("k", 1, 64), ("max_k", 1, 64)):
         if key in d and not lo <= d[key] <= hi:
             raise ConfigError(f"Cannot use policy '{origin}': {where} {key} must be between {lo} and {hi} "
                               f"(got {d[key]}).", origin, key=key)
     for key, lo, hi in (("acceptance", 0.0, 1.0), ("utilization", 0.01, 1.0), ("temperature", 0.0, 10.0)):
-        if key in d and not lo <= float(d[key]) <= hi:
+        if key in d and not isinstance(d[key], str) and not lo <= float(d[key]) <= hi:
             raise ConfigError(f"Cannot use policy '{origin}': {where} {key} must be between {lo} and {hi} "
                               f"(got {d[key]}).", origin, key=key)
+    if "machine" in d and "machines" in d:
+        raise ConfigError(f"Cannot use policy '{origin}': {where} sets both machine and machines (expected one; "
+                          f"machines = [\"{d['machine']}\", ...] lists several).", origin, key="machines")
     machines = tuple(d.get("machines") or ([d["machine"]] if d.get("machine") else []))
     if not all(isinstance(m, str) and m for m in machines):
         raise ConfigError(f"Cannot use policy '{origin}': {where} machines must be a list of names.", origin,
@@ -202,15 +232,85 @@ def _deployment(d: dict[str, Any], origin: str, where: str) -> Deployment:
         context = parse_tokens(d.get("context", 4096))
     except Exception as e:
         raise ConfigError(f"Cannot use policy '{origin}': {where} context: {e}", origin, key="context") from e
+    compatible = req.get("compatible", True)
+    if isinstance(compatible, str) and compatible != ALLOW_FALLBACK:
+        raise ConfigError(f"Cannot use policy '{origin}': {where} require.compatible must be true, false or "
+                          f"\"{ALLOW_FALLBACK}\" (got {compatible!r}).", origin, key="require.compatible")
+    estimate = req.get("speedup_estimate", SPEEDUP_ESTIMATES[0])
+    if estimate not in SPEEDUP_ESTIMATES:
+        raise ConfigError(f"Cannot use policy '{origin}': {where} require.speedup_estimate must be one of "
+                          f"{', '.join(SPEEDUP_ESTIMATES)} (got {estimate!r}).", origin,
+                          key="require.speedup_estimate")
+    if "k" in d and "max_k" in d and d["k"] > d["max_k"]:
+        raise ConfigError(f"Cannot use policy '{origin}': {where} k = {d['k']} is above max_k = {d['max_k']} "
+                          f"(expected k <= max_k).", origin, key="k")
+    engine = _checked(origin, where, "engine", lambda: _engine(d.get("engine", "vllm")))
+    for key, check in (("kv_dtype", lambda v: _kv(v, engine)), ("weights_dtype", _weights),
+                       ("acceptance", _acceptance)):
+        if key in d:
+            _checked(origin, where, key, lambda check=check, key=key: check(d[key]))
+    profile, profiles = _profiles(d.get("profile"), origin, where)
     requirements = Requirements(
         fits=req.get("fits", True), min_headroom_bytes=size("require.min_headroom", req.get("min_headroom", 0)),
-        compatible=req.get("compatible", True), min_speedup=float(ms) if ms is not None else None,
+        compatible=bool(compatible), min_speedup=float(ms) if ms is not None else None,
         max_total_bytes=size("require.max_total_memory", req["max_total_memory"]) if "max_total_memory" in req
-        else None)
+        else None, allow_fallback=compatible == ALLOW_FALLBACK, speedup_estimate=estimate)
     return Deployment(
-        name=str(d["name"]), target=str(d["target"]), draft=d.get("draft"), engine=d.get("engine", "vllm"),
+        name=str(d["name"]), target=str(d["target"]), draft=d.get("draft"), engine=engine,
         context=context, batch=d.get("batch", 1), kv_dtype=d.get("kv_dtype"), weights_dtype=d.get("weights_dtype"),
         machines=machines, gpu_memory_bytes=size("gpu_memory", d["gpu_memory"]) if "gpu_memory" in d else None,
-        gpus=d.get("gpus", 1), tp=d.get("tp", 1), pp=d.get("pp", 1), utilization=d.get("utilization"),
+        gpus=d.get("gpus"), tp=d.get("tp"), pp=d.get("pp"), utilization=d.get("utilization"),
         k=d.get("k"), acceptance=d.get("acceptance"), temperature=float(d.get("temperature", 0.0)),
-        profile=d.get("profile"), require=requirements)
+        profile=profile, profiles=profiles, max_k=d.get("max_k", DEFAULT_MAX_K), require=requirements)
+
+
+def _checked(origin: str, where: str, key: str, fn: Any) -> Any:
+    """Run a validator; its PlannerError becomes one ConfigError line naming the deployment and key."""
+    try:
+        return fn()
+    except PlannerError as e:
+        raise ConfigError(f"Cannot use policy '{origin}': {where} {key}: {e}", origin, key=key) from e
+
+
+def _engine(name: str) -> str:
+    from .memory import canonical_engine
+
+    return canonical_engine(name)
+
+
+def _kv(value: str, engine: str) -> None:
+    from .memory import kv_format
+
+    if value.strip().lower() != "auto":
+        kv_format(value, "BF16", engine)
+
+
+def _weights(value: str) -> None:
+    from .quant import parse_scheme
+
+    parse_scheme(value)
+
+
+def _acceptance(value: Any) -> None:
+    if isinstance(value, str):
+        from .plan import parse_acceptance
+
+        parse_acceptance(value)
+
+
+def _profiles(value: Any, origin: str, where: str) -> tuple[str | None, tuple[tuple[str, str], ...]]:
+    """`profile = "p.json"` or `profile = {machine = "p.json"}`, paths made relative to the policy file."""
+    base = Path(origin).parent
+
+    def resolve(p: Any, key: str) -> str:
+        if not isinstance(p, str) or not p:
+            raise ConfigError(f"Cannot use policy '{origin}': {where} {key} must be a file path (got {p!r:.40}).",
+                              origin, key=key)
+        path = Path(p).expanduser()
+        return str(path if path.is_absolute() else base / path)
+
+    if value is None:
+        return None, ()
+    if isinstance(value, str):
+        return resolve(value, "profile"), ()
+    return None, tuple((str(m), resolve(p, f"profile.{m}")) for m, p in value.items())

@@ -100,3 +100,71 @@ def test_atomic_write_and_no_clobber(tmp_path):
     with pytest.raises(UsageError, match="also an input"):
         atomic_write(src, "y", inputs=[src])
     assert src.read_text() == "x"
+
+
+EXTENDED = """
+[defaults]
+machines = ["h100-sxm", "rtx-4090"]
+max_k = 6
+
+[[deployment]]
+name = "a"
+target = "x"
+engine = "llama-cpp"
+acceptance = "tau=2.8@4"
+k = 4
+kv_dtype = "q8_0"
+profile = { "h100-sxm" = "p/h100.json", "rtx-4090" = "/abs/4090.json" }
+[deployment.require]
+compatible = "allow_fallback"
+speedup_estimate = "pessimistic"
+max_total_memory = "60GiB"
+
+[[deployment]]
+name = "b"
+target = "y"
+machine = "l4"
+profile = "one.json"
+acceptance = 1
+"""
+
+
+def test_extended_keys(tmp_path):
+    p = tmp_path / "planner.toml"
+    p.write_text(EXTENDED)
+    a, b = load_policy(p).deployments
+    assert a.engine == "llama.cpp" and a.machines == ("h100-sxm", "rtx-4090") and a.max_k == 6 and a.k == 4
+    assert a.gpus is None and a.tp is None and a.pp is None  # the machine's devices and the engine's layout
+    assert a.require.compatible and a.require.allow_fallback and a.require.speedup_estimate == "pessimistic"
+    assert a.require.max_total_bytes == 60 * 2**30 and a.acceptance == "tau=2.8@4"
+    assert a.profile_for("h100-sxm") == str(tmp_path / "p" / "h100.json")
+    assert a.profile_for("rtx-4090") == "/abs/4090.json" and a.profile_for("l4") is None
+    assert b.machines == ("l4",) and b.profile_for("l4") == str(tmp_path / "one.json") and b.acceptance == 1
+    assert not b.require.allow_fallback and b.require.speedup_estimate == "expected"
+
+
+@pytest.mark.parametrize("extra,key", [
+    ("engine = 'tensorrt'\n", "engine"),
+    ("kv_dtype = 'fp7'\n", "kv_dtype"),
+    ("weights_dtype = 'int3'\n", "weights_dtype"),
+    ("acceptance = 'lots'\n", "acceptance"),
+    ("k = 9\nmax_k = 8\n", "k"),
+    ("max_k = 0\n", "max_k"),
+    ("profile = { h100 = 3 }\n", "profile.h100"),
+    ("[deployment.require]\ncompatible = 'mostly'\n", "require.compatible"),
+    ("[deployment.require]\nspeedup_estimate = 'optimistic'\n", "require.speedup_estimate"),
+])
+def test_extended_keys_rejected(tmp_path, extra, key):
+    p = tmp_path / "planner.toml"
+    p.write_text("[[deployment]]\nname='a'\ntarget='x'\nmachine='m'\n" + extra)
+    with pytest.raises(ConfigError) as e:
+        load_policy(p)
+    assert e.value.key == key and "\n" not in str(e.value) and "deployment 'a'" in str(e.value)
+
+
+def test_machine_and_machines_together_rejected(tmp_path):
+    p = tmp_path / "planner.toml"
+    p.write_text("[[deployment]]\nname='a'\ntarget='x'\nmachine='l4'\nmachines=['a10']\n")
+    with pytest.raises(ConfigError) as e:
+        load_policy(p)
+    assert e.value.key == "machines" and "both machine and machines" in str(e.value)

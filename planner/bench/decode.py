@@ -36,6 +36,7 @@ class StepRecord:
     accepted: int
     draft_s: float
     verify_s: float
+    round_s: float = 0.0  # whole round: draft + verify + acceptance + rollback + bookkeeping
 
 
 @dataclass
@@ -92,10 +93,11 @@ def speculative_decode(target: Stepper, draft: Stepper, prompt: list[int], *, k:
 
     greedy = temperature <= 0
     out: list[int] = []
-    t0 = time.perf_counter()
-    if len(prompt) > 1:
+    if len(prompt) > 1:  # prefill is the same with or without a draft: not timed
         target.forward(prompt[:-1])
         draft.forward(prompt[:-1])
+    sync()
+    t0 = time.perf_counter()
     cur, pending = prompt[-1], [prompt[-1]]
     records = []
     while len(out) < max_new_tokens:
@@ -138,18 +140,24 @@ def speculative_decode(target: Stepper, draft: Stepper, prompt: list[int], *, k:
             pending = [nxt]
         out.extend([*drafted[:n], nxt])
         cur = nxt
-        records.append(StepRecord(drafted=len(drafted), accepted=n, draft_s=tb - ta, verify_s=tc - tb))
+        records.append(StepRecord(drafted=len(drafted), accepted=n, draft_s=tb - ta, verify_s=tc - tb,
+                                  round_s=time.perf_counter() - ta))
+    sync()
     return DecodeResult(tokens=out[:max_new_tokens], records=records, seconds=time.perf_counter() - t0)
 
 
 def target_decode(target: Stepper, prompt: list[int], *, max_new_tokens: int, temperature: float = 0.0,
-                  generator: Any = None) -> DecodeResult:
-    """Plain autoregressive decoding with the target: the baseline (and the reference output)."""
+                  generator: Any = None, sync: Callable[[], None] = lambda: None) -> DecodeResult:
+    """Plain autoregressive decoding with the target: the baseline (and the reference output).
+    The prefill of prompt[:-1] is not timed, as in speculative_decode."""
     import torch
 
+    if len(prompt) > 1:
+        target.forward(prompt[:-1])
+    sync()
     t0 = time.perf_counter()
     out: list[int] = []
-    feed = prompt
+    feed = [prompt[-1]]
     while len(out) < max_new_tokens:
         logits = target.forward(feed)[-1]
         if temperature <= 0:
@@ -158,6 +166,7 @@ def target_decode(target: Stepper, prompt: list[int], *, max_new_tokens: int, te
             tok = int(torch.multinomial(probs(logits, temperature), 1, generator=generator).item())
         out.append(tok)
         feed = [tok]
+    sync()
     return DecodeResult(tokens=out, seconds=time.perf_counter() - t0)
 
 

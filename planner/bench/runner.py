@@ -1,0 +1,202 @@
+"""Measure speculative decoding against plain decoding, and the speed model's prediction beside it.
+
+Why on the same steppers: the prediction uses t_v(n), t_d and the per-round overhead measured
+on exactly the models (and caches) the decode runs, at the mean context of the generation, and
+the acceptance the decode itself saw (per position, from the histogram of accepted drafts). So
+the error printed is the speed model's error (the round-time algebra), not an acceptance guess.
+
+Timing habits (STYLE.md 1.6): warm-up left out, device synchronised around the clock, median of
+repeats; prefill is not timed (it is the same with or without a draft).
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from .. import acceptance as acc
+from .. import speed
+from .decode import DecodeResult, Stepper, StepRecord, speculative_decode, target_decode
+
+MakeStepper = Callable[[], Stepper]
+
+
+@dataclass(frozen=True)
+class Costs:
+    """Measured on the bench's own steppers: t_v(1..K+1), t_d, t_o (rollback + acceptance bookkeeping)."""
+
+    verify_s: tuple[float, ...]
+    draft_s: float
+    overhead_s: float
+    context: int
+
+
+@dataclass(frozen=True)
+class BenchResult:
+    k: int
+    tokens: int
+    prompts: int
+    baseline_tokens_per_s: float
+    speculative_tokens_per_s: float
+    measured_speedup: float
+    predicted_speedup: float
+    error: float  # (predicted - measured) / measured
+    greedy_identical: bool | None
+    acceptance: dict[str, Any]
+    costs: Costs
+    prediction: speed.Prediction
+    histogram: tuple[int, ...]
+    notes: tuple[str, ...] = field(default_factory=tuple)
+
+
+def _timed(fn: Callable[[], object], after: Callable[[], object], sync: Callable[[], None], *, repeats: int,
+           warmup: int) -> float:
+    """Median seconds of fn() over `repeats` (after `warmup` untimed calls); after() runs untimed each time."""
+    times = []
+    for i in range(warmup + repeats):
+        sync()
+        t0 = time.perf_counter()
+        fn()
+        sync()
+        if i >= warmup:
+            times.append(time.perf_counter() - t0)
+        after()
+    return statistics.median(times)
+
+
+def measure_costs(target: Stepper, draft: Stepper, prefix: Sequence[int], *, k_max: int, vocab_probe: Sequence[int],
+                  sync: Callable[[], None] = lambda: None, repeats: int = 5, warmup: int = 1) -> Costs:
+    """t_v(n) for n = 1..k_max+1 and t_d on a prefix of `len(prefix)` tokens; t_o = both rollbacks.
+
+    `vocab_probe` supplies the token ids fed (any k_max+1 valid ids)."""
+    target.forward(list(prefix))
+    draft.forward(list(prefix))
+    toks = list(vocab_probe)[: k_max + 1]
+    verify = []
+    for n in range(1, k_max + 2):
+        verify.append(_timed(lambda n=n: target.forward(toks[:n]), lambda n=n: target.rollback(n), sync,
+                             repeats=repeats, warmup=warmup))
+    t_d = _timed(lambda: draft.forward(toks[:1]), lambda: draft.rollback(1), sync, repeats=repeats, warmup=warmup)
+
+    def fill() -> None:
+        target.forward(toks[:k_max])
+        draft.forward(toks[: max(k_max - 1, 1)])
+
+    def rollback() -> None:
+        target.rollback(k_max)
+        draft.rollback(max(k_max - 1, 1))
+
+    fill()
+    t_o = _timed(rollback, fill, sync, repeats=repeats, warmup=warmup)
+    rollback_all = target.length() - len(prefix), draft.length() - len(prefix)
+    target.rollback(rollback_all[0])
+    draft.rollback(rollback_all[1])
+    return Costs(verify_s=tuple(verify), draft_s=t_d, overhead_s=t_o, context=len(prefix))
+
+
+def histogram(records: Sequence[StepRecord], k: int) -> tuple[int, ...]:
+    """counts[j] = full-K rounds in which j drafts were accepted (short final rounds left out)."""
+    counts = [0] * (k + 1)
+    for r in records:
+        if r.drafted == k:
+            counts[r.accepted] += 1
+    return tuple(counts)
+
+
+def acceptance_summary(records: Sequence[StepRecord], k: int) -> dict[str, Any]:
+    """The same decode's acceptance in every convention (ENGINES.md 'Acceptance conventions')."""
+    counts = histogram(records, k)
+    drafted = sum(r.drafted for r in records)
+    accepted = sum(r.accepted for r in records)
+    out: dict[str, Any] = {"histogram": list(counts), "per_position": list(acc.per_position_from_histogram(counts)),
+                           "accepted_per_drafted": accepted / drafted if drafted else None,
+                           "mean_accepted_length": (accepted + len(records)) / len(records) if records else None}
+    if sum(counts):
+        fit = acc.from_histogram(counts)
+        out.update(alpha=fit.alpha, alpha_low=fit.low, alpha_high=fit.high)
+    return out
+
+
+def _decode_all(fn: Callable[[list[int]], DecodeResult], prompts: Sequence[list[int]]) -> tuple[float, list]:
+    results = [fn(list(p)) for p in prompts]
+    return sum(r.seconds for r in results), results
+
+
+def run_pair(make_target: MakeStepper, make_draft: MakeStepper, prompts: Sequence[list[int]], *, k: int,
+             tokens: int, temperature: float = 0.0, repeats: int = 3, warmup: int = 1, seed: int = 0,
+             sync: Callable[[], None] = lambda: None, cost_repeats: int = 5) -> BenchResult:
+    """Baseline vs speculative tokens/s on the same prompts, and the prediction from measured costs.
+
+    Each repeat decodes every prompt with fresh caches; the median total time over repeats is used.
+    """
+    import torch
+
+    def gen() -> Any:
+        return torch.Generator().manual_seed(seed)
+
+    base_times, spec_times = [], []
+    base_res: list[DecodeResult] = []
+    spec_res: list[DecodeResult] = []
+    for i in range(warmup + repeats):  # interleaved, so both see the same machine state
+        tb, base_res = _decode_all(lambda p: target_decode(make_target(), p, max_new_tokens=tokens,
+                                                           temperature=temperature, generator=gen(), sync=sync),
+                                   prompts)
+        ts, spec_res = _decode_all(lambda p: speculative_decode(make_target(), make_draft(), p, k=k,
+                                                                max_new_tokens=tokens, temperature=temperature,
+                                                                generator=gen(), sync=sync), prompts)
+        if i >= warmup:
+            base_times.append(tb)
+            spec_times.append(ts)
+    n_tokens = tokens * len(prompts)
+    base_tps = n_tokens / statistics.median(base_times)
+    spec_tps = n_tokens / statistics.median(spec_times)
+    records = [r for res in spec_res for r in res.records]
+    summary = acceptance_summary(records, k)
+    identical = all(b.tokens == s.tokens for b, s in zip(base_res, spec_res, strict=True)) if temperature <= 0 \
+        else None
+    mid = sum(len(p) for p in prompts) // len(prompts) + tokens // 2
+    probe_ids = list(prompts[0])[: k + 1] or [0]
+    probe_ids += [probe_ids[-1]] * (k + 1 - len(probe_ids))
+    filler = (list(prompts[0]) * (mid // max(len(prompts[0]), 1) + 1))[:mid]
+    costs = measure_costs(make_target(), make_draft(), filler, k_max=k, vocab_probe=probe_ids, sync=sync,
+                          repeats=cost_repeats)
+    per_pos = summary["per_position"]
+    alpha: Any = per_pos if len(per_pos) >= k else summary.get("alpha", 0.0)
+    pred = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k)
+    predicted = pred.speedup_by_k[k - 1]
+    measured = spec_tps / base_tps
+    return BenchResult(k=k, tokens=tokens, prompts=len(prompts), baseline_tokens_per_s=base_tps,
+                       speculative_tokens_per_s=spec_tps, measured_speedup=measured, predicted_speedup=predicted,
+                       error=(predicted - measured) / measured, greedy_identical=identical, acceptance=summary,
+                       costs=costs, prediction=pred, histogram=tuple(summary["histogram"]))
+
+
+def choose_k(make_target: MakeStepper, make_draft: MakeStepper, prompt: list[int], *, k_max: int, tokens: int,
+             temperature: float = 0.0, sync: Callable[[], None] = lambda: None) -> tuple[int, speed.Prediction]:
+    """`--k auto`: one exploratory decode at K = k_max gives per-position acceptance; costs are measured;
+    the speed model picks K."""
+    res = speculative_decode(make_target(), make_draft(), prompt, k=k_max, max_new_tokens=tokens,
+                             temperature=temperature, sync=sync)
+    summary = acceptance_summary(res.records, k_max)
+    filler = (prompt * (tokens // max(len(prompt), 1) + 2))[: len(prompt) + tokens // 2]
+    ids = (prompt + [prompt[-1]] * (k_max + 1))[: k_max + 1]
+    costs = measure_costs(make_target(), make_draft(), filler, k_max=k_max, vocab_probe=ids, sync=sync)
+    per_pos = summary["per_position"]
+    alpha: Any = per_pos if len(per_pos) >= k_max else summary.get("alpha", 0.5)
+    pred = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=min(k_max, len(per_pos) or k_max))
+    return pred.k_best, pred
+
+
+def result_json(r: BenchResult) -> dict[str, Any]:
+    """The `planner bench --json` schema (docs/bench.md)."""
+    return {"baseline_tokens_per_s": r.baseline_tokens_per_s, "speculative_tokens_per_s": r.speculative_tokens_per_s,
+            "measured_speedup": r.measured_speedup, "predicted_speedup": r.predicted_speedup, "error": r.error,
+            "k": r.k, "tokens": r.tokens, "prompts": r.prompts, "acceptance": r.acceptance,
+            "greedy_identical": r.greedy_identical,
+            "costs": {"verify_s": list(r.costs.verify_s), "draft_s": r.costs.draft_s,
+                      "overhead_s": r.costs.overhead_s, "context": r.costs.context},
+            "prediction": {"k_best": r.prediction.k_best, "speedup_best": r.prediction.speedup,
+                           "verdict": r.prediction.verdict, "reasons": list(r.prediction.reasons)}}

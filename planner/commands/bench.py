@@ -1,0 +1,109 @@
+"""`planner bench`: run real speculative decoding here; measured vs predicted speed-up, and lossless check."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from ..cli import JsonOpt, app, emit, warn
+
+KOpt = Annotated[str, typer.Option("--k", help="Tokens drafted per round, or 'auto' (chosen by the speed model "
+                                               "from measured costs and an exploratory run).")]
+TokensOpt = Annotated[int, typer.Option("--tokens", help="New tokens per prompt.", min=1, max=4096)]
+PromptsOpt = Annotated[str | None, typer.Option("--prompts", help="Prompts file (JSON or one per line); default: "
+                                                                  "the bundled calibration set.")]
+MaxPromptsOpt = Annotated[int, typer.Option("--max-prompts", help="Use at most this many prompts.", min=1)]
+RepeatsOpt = Annotated[int, typer.Option("--repeats", help="Timed repeats (median); one warm-up before.", min=1)]
+TempOpt = Annotated[float, typer.Option("--temperature", help="0 = greedy (output must equal the target's).",
+                                        min=0)]
+DeviceOpt = Annotated[str, typer.Option("--device", help="cpu | cuda | mps | auto.")]
+DtypeOpt = Annotated[str, typer.Option("--dtype", help="f32 | bf16 | f16 (compute dtype of both models).")]
+
+
+@app.command()
+def bench(
+    target: Annotated[str, typer.Argument(help="Target: local model folder (safetensors) or .gguf file.")],
+    draft: Annotated[str, typer.Option("--draft", "-d", help="Draft: local model folder or .gguf file.")],
+    k: KOpt = "auto",
+    tokens: TokensOpt = 64,
+    prompts: PromptsOpt = None,
+    max_prompts: MaxPromptsOpt = 4,
+    repeats: RepeatsOpt = 3,
+    temperature: TempOpt = 0.0,
+    device: DeviceOpt = "cpu",
+    dtype: DtypeOpt = "f32",
+    as_json: JsonOpt = False,
+) -> None:
+    """Measure baseline and speculative tokens/s on the same prompts, acceptance in every convention,
+    and the speed model's prediction from costs measured on the same models.
+
+    Exit code: 0 when speculation was faster (or the output was checked lossless and not slower),
+    1 when it was slower or greedy output differed from the target's, 2 bad input.
+
+    Examples:
+      planner bench ./smollm2-360m --draft ./smollm2-135m --k auto --tokens 64
+      planner bench .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --draft .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --json
+    """
+    from ..bench.decode import HFStepper
+    from ..bench.models import encode_prompts, load_model
+    from ..bench.runner import choose_k, result_json, run_pair
+    from ..errors import UsageError
+    from ..probe.acceptance import load_prompts
+    from ..probe.runner import resolve_device
+    from ..probe.timing import sync as device_sync
+
+    dev = resolve_device(device)
+    dt = {"f32": "F32", "fp32": "F32", "bf16": "BF16", "f16": "F16", "fp16": "F16"}.get(dtype.lower())
+    if dt is None:
+        raise UsageError(f"Cannot bench with --dtype '{dtype}' (expected f32, bf16 or f16).")
+    tmodel, ttok = load_model(target, device=dev, dtype=dt)
+    dmodel, dtok = load_model(draft, device=dev, dtype=dt)
+    ids = encode_prompts(ttok, load_prompts(prompts), dtok, limit=max_prompts)
+
+    def sync() -> None:
+        device_sync(dev)
+
+    def make_target() -> HFStepper:
+        return HFStepper(tmodel)
+
+    def make_draft() -> HFStepper:
+        return HFStepper(dmodel)
+
+    if k == "auto":
+        kk, _ = choose_k(make_target, make_draft, ids[0], k_max=8, tokens=tokens, temperature=temperature, sync=sync)
+        warn(f"--k auto: the speed model chose K={kk} from an exploratory run")
+    else:
+        try:
+            kk = int(k)
+        except ValueError as e:
+            raise UsageError(f"Cannot use --k '{k}' (expected a positive integer or 'auto').") from e
+        if not 1 <= kk <= 32:
+            raise UsageError(f"Cannot use --k {kk} (expected 1..32).")
+    res = run_pair(make_target, make_draft, ids, k=kk, tokens=tokens, temperature=temperature, repeats=repeats,
+                   sync=sync)
+    if as_json:
+        emit(result_json(res))
+    else:
+        typer.echo(bench_text(res))
+    ok = res.measured_speedup > 1.0 and res.greedy_identical is not False
+    raise typer.Exit(0 if ok else 1)
+
+
+def bench_text(r) -> str:
+    from tabulate import tabulate
+
+    a = r.acceptance
+    rows = [["baseline (target only)", f"{r.baseline_tokens_per_s:.2f} tok/s"],
+            [f"speculative (K={r.k})", f"{r.speculative_tokens_per_s:.2f} tok/s"],
+            ["measured speed-up", f"{r.measured_speedup:.3f}x"],
+            ["predicted speed-up", f"{r.predicted_speedup:.3f}x (error {r.error:+.1%})"],
+            ["greedy output identical", {True: "yes", False: "NO", None: "n/a (sampling)"}[r.greedy_identical]],
+            ["alpha (from histogram)", f"{a.get('alpha', float('nan')):.3f}"],
+            ["accepted / drafted", f"{a['accepted_per_drafted']:.3f}" if a["accepted_per_drafted"] is not None
+             else "-"],
+            ["mean accepted length (tau)", f"{a['mean_accepted_length']:.3f}" if a["mean_accepted_length"] else "-"],
+            ["per-position a_i", ", ".join(f"{x:.2f}" for x in a["per_position"])],
+            ["t_v(1), t_v(K+1)", f"{r.costs.verify_s[0] * 1e3:.2f} ms, {r.costs.verify_s[r.k] * 1e3:.2f} ms"],
+            ["t_d, t_o", f"{r.costs.draft_s * 1e3:.2f} ms, {r.costs.overhead_s * 1e3:.3f} ms"]]
+    return tabulate(rows, tablefmt="simple", disable_numparse=True)

@@ -1,0 +1,137 @@
+"""`planner check`: the CI gate. Every deployment of planner.toml x machine x requirement, exit 0/1/2."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+import typer
+
+from ..cli import JsonOpt, app, emit
+
+ConfigOpt = Annotated[str | None, typer.Option(
+    "--config", help="Policy file: planner.toml, or a pyproject.toml with a tool.planner table (default: ./planner.toml, "
+                     "then ./pyproject.toml).")]
+JunitOpt = Annotated[str | None, typer.Option("--junit", help="Also write JUnit XML here (one test case per "
+                                                              "deployment x machine x requirement).")]
+MachinesOpt = Annotated[list[str] | None, typer.Option(
+    "--machine", "-m", help="Judge every deployment on this machine instead of its own (repeatable; catalog name, "
+                            "JSON file or auto).")]
+DeploymentOpt = Annotated[list[str] | None, typer.Option("--deployment", help="Only this deployment (repeatable).")]
+
+STATUS_TEXT = {"pass": "PASS", "fail": "FAIL", "skip": "skip"}
+DETAIL_WIDTH = 72
+
+
+def _split(values: list[str] | None) -> list[str]:
+    """Repeated and comma-separated values, in order."""
+    return [x.strip() for v in values or [] for x in v.split(",") if x.strip()]
+
+
+def format_value(requirement: str, value: Any) -> str:
+    """A result value or bound for people: bytes in binary units, speed-ups as 1.23x."""
+    from ..check import COMPATIBLE, MIN_SPEEDUP
+    from ..report import fmt_bytes
+
+    if value is None:
+        return "-"
+    if requirement == MIN_SPEEDUP:
+        return f"{value:.2f}x"
+    if requirement == COMPATIBLE:
+        return {True: "yes", False: "no"}.get(value, str(value))
+    return fmt_bytes(value)
+
+
+def check_json(report: Any) -> dict[str, Any]:
+    """The `planner check --json` schema (docs/check.md)."""
+    from ..check import FAIL, PASS, SKIP
+
+    return {"policy": report.policy, "passed": report.passed,
+            "counts": {s: report.count(s) for s in (PASS, FAIL, SKIP)},
+            "results": [{"deployment": r.deployment, "machine": r.machine, "requirement": r.requirement,
+                         "status": r.status, "value": r.value, "bound": r.bound, "message": r.message}
+                        for r in report.results],
+            "deployments": [assessment_json(a) for a in report.assessments]}
+
+
+def assessment_json(a: Any) -> dict[str, Any]:
+    """One deployment on one machine: the figures behind its results."""
+    sc = a.scenario
+    v, sp = a.verdict, a.speed
+    return {
+        "deployment": sc.deployment.name, "machine": sc.label, "target": sc.target.id,
+        "draft": sc.draft.id if sc.draft else None, "engine": sc.settings.engine, "context": sc.settings.context,
+        "batch": sc.settings.batch, "tp": sc.layout.tp, "pp": sc.layout.pp, "fits": a.fits,
+        "headroom_bytes": a.headroom_bytes, "total_bytes": a.total_bytes, "layout_error": a.layout_error,
+        "devices": [{"index": d.budget.index, "name": d.budget.name, "budget_bytes": d.budget.budget_bytes,
+                     "used_bytes": d.used_bytes, "headroom_bytes": d.headroom_bytes} for d in a.devices],
+        "pairing": None if v is None else {"engine": v.engine, "compatible": v.compatible,
+                                           "failed_rule": v.failed_rule, "fallback": a.fallback,
+                                           "detail": v.detail, "confidence": v.confidence},
+        "speed": None if sp is None else {
+            "k": sp.k, "fixed_k": sp.fixed_k, "speedup": round(sp.speedup, 4),
+            "speedup_interval": [round(sp.speedup_low, 4), round(sp.speedup_high, 4)],
+            "best_k": sp.prediction.k_best, "speedup_by_k": [round(x, 4) for x in sp.prediction.speedup_by_k],
+            "break_even_alpha": sp.prediction.break_even_alpha, "verdict": sp.prediction.verdict,
+            "alpha": sp.acceptance.alpha, "alpha_interval": [sp.acceptance.low, sp.acceptance.high],
+            "acceptance_source": sp.acceptance.source, "costs_source": sp.costs.source,
+            "verify_s": list(sp.costs.verify_s), "draft_s": sp.costs.draft_s, "notes": list(sp.notes)},
+        "profile": sc.profile_path,
+    }
+
+
+def check_table(report: Any) -> str:
+    """deployment x machine x requirement, with the value, the bound and why; then a summary line."""
+    from tabulate import tabulate
+
+    from ..check import FAIL, PASS, SKIP
+
+    rows = [[r.deployment, r.machine, r.requirement, STATUS_TEXT[r.status], format_value(r.requirement, r.value),
+             format_value(r.requirement, r.bound), r.message] for r in report.results]
+    table = tabulate(rows, headers=["deployment", "machine", "requirement", "result", "value", "required", "detail"],
+                     tablefmt="simple", disable_numparse=True, maxcolwidths=[None] * 6 + [DETAIL_WIDTH])
+    verdict = "PASSED" if report.passed else "FAILED"
+    return (f"{table}\n\n{verdict}: {report.count(PASS)} passed, {report.count(FAIL)} failed, "
+            f"{report.count(SKIP)} skipped ({report.policy})")
+
+
+def junit_cases(report: Any) -> list[Any]:
+    from ..check import FAIL, SKIP
+    from ..junit import Case
+
+    return [Case(suite=r.deployment, name=f"{r.machine}: {r.requirement}", passed=r.status != FAIL,
+                 message=r.message, skipped=r.status == SKIP) for r in report.results]
+
+
+@app.command()
+def check(
+    config: ConfigOpt = None,
+    machine: MachinesOpt = None,
+    deployment: DeploymentOpt = None,
+    junit: JunitOpt = None,
+    as_json: JsonOpt = False,
+) -> None:
+    """Judge every deployment in the policy on every machine against its requirements (a CI gate).
+
+    Requirements: fits, min_headroom, max_total_memory, compatible, min_speedup (docs/check.md).
+    Exit code: 0 every requirement passes (skips allowed), 1 any fails, 2 a bad policy or input.
+
+    Examples:
+      planner check
+      planner check --config deploy/planner.toml --junit planner-junit.xml
+      planner check --machine h100-sxm --machine rtx-4090 --json
+    """
+    from .. import check as C
+    from ..atomic import atomic_write
+    from ..junit import render
+    from ..policy import load_policy
+
+    policy = load_policy(config)
+    report = C.check(policy, machines=_split(machine), deployments=_split(deployment))
+    if junit:
+        inputs = [policy.path, *(a.scenario.profile_path for a in report.assessments if a.scenario.profile_path)]
+        atomic_write(junit, render(junit_cases(report), name=f"planner check ({policy.path})"), inputs=inputs)
+    if as_json:
+        emit(check_json(report))
+    else:
+        typer.echo(check_table(report))
+    raise typer.Exit(0 if report.passed else 1)

@@ -1,0 +1,143 @@
+"""`planner report`: the fit report per machine, as one self-contained HTML file or Markdown + SVG plots."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import Annotated, Any
+
+import typer
+
+from ..cli import BatchOpt, ContextOpt, DraftOpt, KvDtypeOpt, WeightsDtypeOpt, app
+from .check import ConfigOpt, DeploymentOpt, _split
+from .fit import GpuMemoryOpt, GpusOpt, PpOpt, TpOpt, UtilizationOpt
+from .recommend import AcceptanceOpt, MaxKOpt, ProfileOpt, RecEngineOpt, TemperatureOpt, _engine
+
+TargetArg = Annotated[str | None, typer.Argument(
+    help="Model: local dir, config.json, .gguf, HF id or catalog name (or use --config).")]
+OutOpt = Annotated[str, typer.Option("--out", "-o", help="FILE.html (one self-contained file) or FILE.md (plots "
+                                                         "written beside it as SVG).")]
+KOpt = Annotated[int | None, typer.Option("--k", help="Judge the speed-up at this K (default: the best K).",
+                                          min=1, max=64)]
+MachinesOpt = Annotated[list[str] | None, typer.Option(
+    "--machine", "-m", help="Machine to report on (repeatable; catalog name, JSON file or auto; default auto). "
+                            "With --config: replaces each deployment's machines.")]
+NoPlotsOpt = Annotated[bool, typer.Option("--no-plots", help="Tables only (no matplotlib needed).")]
+CLI_ORIGIN = "command line"
+
+
+def _cli_scenarios(target: str, *, draft: str | None, machines: list[str], gpu_memory: str | None,
+                   gpus: int | None, tp: int | None, pp: int | None, utilization: float | None, context: str,
+                   batch: int, engine: str, kv_dtype: str | None, weights_dtype: str | None, profile: str | None,
+                   acceptance: str | None, k: int | None, max_k: int, temperature: float) -> list[Any]:
+    """One Deployment from the flags, judged like a policy entry on each machine."""
+    from .. import check as C
+    from ..errors import UsageError
+    from ..policy import Deployment
+    from ..units import parse_bytes, parse_tokens
+
+    if k is not None and k > max_k:
+        raise UsageError(f"Cannot use --k {k} with --max-k {max_k}: expected K <= --max-k.")
+    gm = parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None
+    names = tuple(machines) or (() if gm is not None else ("auto",))
+    base = Deployment(name=target, target=target, draft=draft, context=parse_tokens(context), batch=batch,
+                      kv_dtype=kv_dtype, weights_dtype=weights_dtype, machines=names, gpu_memory_bytes=gm, gpus=gpus,
+                      tp=tp, pp=pp, utilization=utilization, k=k, acceptance=acceptance, temperature=temperature,
+                      profile=profile, max_k=max_k)
+    cache: dict[str, Any] = {}
+    out = []
+    for m in C.machines_for(base, origin=CLI_ORIGIN):
+        d = replace(base, engine=_engine(engine, m.kind))
+        out += C.scenarios(d, [m], base=".", cache=cache, origin=CLI_ORIGIN)
+    return out
+
+
+def _summary(s: Any) -> str:
+    from ..report import fmt_bytes
+
+    a = s.assessment
+    parts = [f"{s.title}:"]
+    parts.append(a.layout_error or (f"{'fits' if a.fits else 'DOES NOT FIT'} (headroom {fmt_bytes(a.headroom_bytes)})"))
+    if a.verdict is not None:
+        parts.append("compatible" if a.verdict.compatible else ("needs fallback" if a.fallback else "INCOMPATIBLE"))
+    if a.speed is not None:
+        parts.append(f"{a.speed.speedup:.2f}x at K={a.speed.k} ({s.draft_origin} draft)")
+    return " ".join(parts)
+
+
+@app.command()
+def report(
+    target: TargetArg = None,
+    draft: DraftOpt = None,
+    machine: MachinesOpt = None,
+    gpu_memory: GpuMemoryOpt = None,
+    gpus: GpusOpt = None,
+    tp: TpOpt = None,
+    pp: PpOpt = None,
+    utilization: UtilizationOpt = None,
+    context: ContextOpt = "4096",
+    batch: BatchOpt = 1,
+    engine: RecEngineOpt = "auto",
+    kv_dtype: KvDtypeOpt = None,
+    weights_dtype: WeightsDtypeOpt = None,
+    profile: ProfileOpt = None,
+    acceptance: AcceptanceOpt = None,
+    k: KOpt = None,
+    max_k: MaxKOpt = 8,
+    temperature: TemperatureOpt = 0.0,
+    config: ConfigOpt = None,
+    deployment: DeploymentOpt = None,
+    out: OutOpt = ...,
+    no_plots: NoPlotsOpt = False,
+) -> None:
+    """Write the fit report: per machine the memory ledger, pair verdicts, verify curve, speed-up vs K,
+    recommendation and launch commands. HTML is one self-contained file; Markdown links SVGs beside it.
+
+    Exit code: 0 the report was written, 2 bad input. (Gate CI with 'planner check'.)
+
+    Examples:
+      planner report qwen2.5-14b-instruct --draft qwen2.5-1.5b-instruct --machine h100-sxm --machine rtx-4090 --out fit.html
+      planner report llama-3.1-8b-instruct --gpu-memory 24GiB --engine llama.cpp --out fit.md
+      planner report llama-3.1-8b --draft llama-3.2-1b --machine auto --profile probe.json --out here.html
+      planner report --config planner.toml --out report.html
+    """
+    from pathlib import Path
+
+    from .. import __version__
+    from .. import check as C
+    from .. import report_html as R
+    from ..errors import UsageError
+    from ..policy import load_policy
+
+    if (target is None) == (config is None):
+        raise UsageError("Cannot make a report: give either a TARGET model or --config FILE (expected exactly one).")
+    if config is not None:
+        policy = load_policy(config)
+        wanted = _split(deployment)
+        known = {d.name for d in policy.deployments}
+        missing = [n for n in wanted if n not in known]
+        if missing:
+            raise UsageError(f"Cannot report deployment '{missing[0]}' of '{policy.path}': no such deployment "
+                             f"(expected one of {', '.join(sorted(known))}).")
+        scs = []
+        cache: dict[str, Any] = {}
+        for d in policy.deployments:
+            if not wanted or d.name in wanted:
+                scs += C.scenarios(d, C.machines_for(d, _split(machine), origin=policy.path),
+                                   base=Path(policy.path).parent, cache=cache, origin=policy.path)
+        source, inputs = f"policy {policy.path}", [policy.path]
+    else:
+        scs = _cli_scenarios(target, draft=draft, machines=_split(machine), gpu_memory=gpu_memory, gpus=gpus, tp=tp,
+                             pp=pp, utilization=utilization, context=context, batch=batch, engine=engine,
+                             kv_dtype=kv_dtype, weights_dtype=weights_dtype, profile=profile, acceptance=acceptance,
+                             k=k, max_k=max_k, temperature=temperature)
+        source, inputs = "command line", []
+    inputs += [p for sc in scs for p in (sc.profile_path, sc.target_ref, sc.draft_ref)
+               if p and Path(p).expanduser().exists()]
+    sections = R.build(scs, plots=not no_plots, judge=config is not None)
+    subtitle = (f"spec-planner {__version__}; {source}; {len(sections)} deployment x machine section(s). Figures "
+                f"labelled roofline are bounds from catalog figures, not measurements.")
+    written = R.write(sections, out, title="spec-planner fit report", subtitle=subtitle, inputs=inputs)
+    for s in sections:
+        typer.echo(_summary(s))
+    for p in written:
+        typer.echo(f"wrote {p}")
