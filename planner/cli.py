@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import typer
 
 from .constants import is_debug
-from .errors import PlannerError
+from .errors import PlannerError, one_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Plan speculative decoding before you deploy: fit, compatibility, speed-up.")
@@ -42,7 +42,7 @@ def emit(data: Any) -> None:
 
 
 def warn(msg: str) -> None:
-    typer.echo(f"warning: {msg}", err=True)
+    typer.echo(f"warning: {one_line(msg)}", err=True)  # one line even when it quotes a hostile file
 
 
 def _click_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:

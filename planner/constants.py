@@ -76,6 +76,11 @@ MAX_HIDDEN = 1 << 20
 MAX_VOCAB = 1 << 24
 MAX_CONTEXT = 1 << 28
 HUB_TIMEOUT_S = 10.0
+# Hub requests: one retry after a connection error, timeout or 5xx, then the HF cache or the bundled
+# catalog answers (with a warning), else a clear offline error.
+HUB_RETRIES = 1
+# First ranged read of a remote safetensors file: most headers fit in 100 kB (huggingface_hub uses the same).
+HUB_FIRST_READ_BYTES = 100_000
 
 # --- engine defaults (each sourced; overridable from the CLI) -----------------
 # llama.cpp: n_ubatch default 512 (common/common.h), context padded to 256

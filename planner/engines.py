@@ -29,6 +29,8 @@ class LaunchInput:
     gpu_memory_utilization: float | None = None
     heterogeneous: bool = False  # tokenizers differ: UAG / TLI paths
     temperature: float = 0.0
+    batch: int = 1  # concurrent sequences: llama.cpp --parallel slots
+    draft_context: int | None = None  # the draft's own context per sequence (llama.cpp -cd); None: `context`
 
 
 def _q(s: str) -> str:
@@ -42,13 +44,24 @@ def _llamacpp_model_flag(ref: str, draft: bool = False) -> str:
 
 
 def llamacpp(x: LaunchInput) -> dict[str, str]:
-    """llama-server commands under the pre-2026 and the 2026 flag spellings."""
-    base = f"llama-server {_llamacpp_model_flag(x.target)} -c {x.context} -ngl 99"
+    """llama-server commands under the pre-2026 and the 2026 flag spellings.
+
+    `-c` is the whole KV pool, split over `--parallel` slots: batch b of `context` tokens each
+    needs `-c context*b -np b`. `--kv-unified` (-kvu) keeps one pool that every slot draws from,
+    the layout planner.memory sizes (SWA `pad(window*b + n_ubatch, 256)`); llama-server picks it
+    itself only when -np is left on auto, which it is not with a draft (PR #17017). `-cd` is the
+    draft's context per slot (0 = the target's slot context, tools/server/server-context.cpp);
+    2026 builds size the draft from the target's context instead (common/speculative.cpp).
+    """
+    b = max(x.batch, 1)
+    base = f"llama-server {_llamacpp_model_flag(x.target)} -c {x.context * b} -ngl 99"
+    if b > 1:
+        base += f" -np {b} --kv-unified"
     if x.kv_dtype and x.kv_dtype not in ("auto", "f16"):
         base += f" -ctk {x.kv_dtype} -ctv {x.kv_dtype}"
     if not x.draft:
         return {"command": base}
-    draft = f" {_llamacpp_model_flag(x.draft, True)} -ngld 99 -cd {x.context}"
+    draft = f" {_llamacpp_model_flag(x.draft, True)} -ngld 99 -cd {x.draft_context or x.context}"
     if x.kv_dtype and x.kv_dtype not in ("auto", "f16"):
         draft += f" -ctkd {x.kv_dtype} -ctvd {x.kv_dtype}"
     return {"command": base + draft + f" --draft-max {x.k} --draft-min 0 --draft-p-min 0.0",

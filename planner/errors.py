@@ -13,8 +13,20 @@ from collections.abc import Sequence
 from pathlib import Path
 
 
+def one_line(text: str) -> str:
+    """`text` with every non-printable character escaped (`\\n`, `\\x1b`, `\\ud800`): one printable line.
+
+    Why: messages quote values from hostile files (a tensor name, a policy string); a newline or an
+    ANSI escape in one must not forge extra lines in a CI log or drive the terminal.
+    """
+    return text if text.isprintable() else "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
+
+
 class PlannerError(Exception):
-    """Root of all planner errors; the CLI prints `str(err)` and exits 2."""
+    """Root of all planner errors; the CLI prints `str(err)` and exits 2. Messages are kept to one line."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*(one_line(a) if isinstance(a, str) else a for a in args))
 
 
 class UsageError(PlannerError, ValueError):
@@ -75,6 +87,15 @@ class MachineError(PlannerError, ValueError):
 
 class ProfileError(PlannerError, ValueError):
     """A probe profile or imported benchmark file cannot be read."""
+
+
+class LlamaCppUnavailable(PlannerError, ImportError):
+    """The llama.cpp probe backend needs llama-cpp-python and it is not installed."""
+
+    def __init__(self, what: str) -> None:
+        super().__init__(
+            f"Cannot run the {what}: llama-cpp-python is not installed (expected the 'llama_cpp' module). "
+            f"Install it with 'pip install spec-planner[llamacpp]' (it compiles llama.cpp, a few minutes).")
 
 
 class TorchUnavailable(PlannerError, ImportError):

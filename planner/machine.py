@@ -166,6 +166,9 @@ def validate_entry(entry: Any, origin: str) -> dict[str, Any]:
     names = entry.get("device_names", [])
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise _bad(origin, "'device_names' must be a list of strings", "a list", names)
+    notes = entry.get("notes") or []
+    if not (isinstance(notes, str) or (isinstance(notes, list) and all(isinstance(n, str) for n in notes))):
+        raise _bad(origin, "'notes' must be a string or a list of strings", "text", notes)
     return entry
 
 

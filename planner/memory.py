@@ -156,7 +156,8 @@ def layer_token_bytes(layer: LayerSpec, fmt: str, engine: str) -> int:
 def layer_tokens_held(layer: LayerSpec, s: Settings, context: int, *, swa: bool = True) -> int:
     """Tokens one layer's cache holds for the whole batch, with the engine's rounding.
 
-    llama.cpp: one cache of pad(context x batch, 256) cells; SWA min(that, pad(window x batch + n_ubatch, 256)).
+    llama.cpp: one cache of pad(context x batch, 256) cells; SWA min(that, pad(window x batch + n_ubatch, 256))
+    (the unified pool of `-np batch --kv-unified`, which planner/engines.py launches; docs/llamacpp.md).
     vLLM: per sequence ceil(context/16) blocks of 16; SWA cdiv(min(window - 1 + max_batched_tokens,
     context), 16) + 1 blocks (v1/kv_cache_interface.py). SGLang: token pool; SWA window + chunk.
     transformers: context; SWA min(context, window). MLX: KVCache grows in steps of 256; RotatingKVCache = window.
@@ -234,15 +235,75 @@ def prefill_chunk(s: Settings, context: int) -> int:
             "mlx": min(MLX_PREFILL_STEP, context * s.batch)}.get(s.engine, context * s.batch)
 
 
+def _llamacpp_ffn_width(layer: LayerSpec, spec: ModelSpec) -> tuple[int, int]:
+    """(FFN width F, extra rows of hidden width) of one layer's FFN in llama.cpp's graph.
+
+    Dense: F = ffn_width. MoE (build_moe_ffn): gate/up/act are [expert_ff, n_used, n_tokens], so
+    F = n_used x expert width (+ shared experts); the down projections give n_used hidden rows and
+    their weighted sum one more (measured: Qwen3-30B-A3B shapes, docs/llamacpp.md).
+    """
+    if layer.ffn == "moe" and spec.moe:
+        return (spec.moe.experts_per_token * spec.moe.expert_intermediate + spec.moe.shared_intermediate,
+                spec.moe.experts_per_token + 1)
+    return layer.ffn_width, 0
+
+
+def llamacpp_compute_bytes(spec: ModelSpec, s: Settings, context: int, *, flash_attn: bool = True) -> int:
+    """llama.cpp's device compute buffer: what ggml-alloc reserves for the worst-case graph.
+
+    At start-up llama.cpp reserves the graph of one ubatch of u = min(n_ctx, n_ubatch) tokens,
+    every row an output, over the full KV cache (llama-context.cpp sched_reserve/graph_reserve),
+    and keeps that buffer. Intermediate tensors are freed after their last use, so the buffer is
+    the largest of three stages (f32 activations, widths per token; masks f16 with flash attention):
+
+      output   u x (vocab + hidden) x 4                 logits + final normed hidden state
+      ffn      u x (3 F + 3 hidden) x 4 + masks         gate, up, swiglu (+ MoE: n_used hidden rows)
+      attention u x (2 hidden + 2 q + k + v) x 4 + masks  flash attention (default: -fa auto)
+               + cells x u x n_head x 4                 without it: the K*Q scores (-fa off)
+      masks    sum over caches (full, SWA) of cells x u x 2 (f16; f32 = 4 B without flash attention)
+
+    Calibration (tests/test_llamacpp.py, docs/llamacpp.md): exact for the published CUDA logs of
+    Qwen2.5-3B (300.75 MiB, LLamaSharp #1099) and Mistral-7B without flash attention (164.00 and
+    2144.00 MiB at 2k/32k context, fedora-copr/logdetective PR #106); CPU-only builds keep one
+    more u x hidden x 4 in the same buffer (measured with llama-cpp-python 0.3.36). A GPU run also
+    holds a host buffer (inputs: u x hidden x 4 + f32 masks) and the output buffer (n_seq x vocab x
+    4, growing to the rows one batch asks for) in RAM; neither is on the device.
+    """
+    hidden = spec.hidden
+    cells_full = _pad(context * s.batch, LLAMACPP_CTX_PAD)
+    u = min(prefill_chunk(s, context), cells_full)
+    swa = spec.llamacpp_swa
+    caches = {layer_tokens_held(layer, s, context, swa=swa) for layer in spec.layers if layer.has_kv}
+    mask_bytes = sum(c * u * (2 if flash_attn else 4) for c in caches)
+    layer_peak = 0
+    for layer in spec.layers:
+        ffn, rows = _llamacpp_ffn_width(layer, spec)
+        peak = 3 * ffn + (3 + rows) * hidden
+        if layer.has_kv:
+            q, q_out = layer.q_heads * layer.head_dim_k, layer.q_heads * layer.head_dim_v
+            kv = layer.kv_heads * (layer.head_dim_k + layer.head_dim_v)
+            attn = u * 4 * (2 * hidden + q + q_out + kv)
+            if not flash_attn:
+                cells = layer_tokens_held(layer, s, context, swa=swa)
+                attn = u * 4 * (2 * hidden + 2 * q) + cells * u * layer.q_heads * 4
+            peak = max(u * 4 * peak, attn)
+        else:
+            peak = u * 4 * peak
+        layer_peak = max(layer_peak, peak)
+    out = u * 4 * (spec.vocab + hidden) if spec.vocab else 0
+    return max(out, layer_peak + mask_bytes)
+
+
 def activations(spec: ModelSpec, s: Settings, context: int) -> int:
     """Peak working memory of one forward (estimate).
 
-    per token: 3 x hidden (residual, normed, attention out) + q + k + v widths + 3 x FFN width
-    (gate, up, activation; MoE: experts_per_token x expert width + shared), at the activation
-    dtype (f32 in llama.cpp compute buffers, else 2 B), times the chunk; plus fp32 logits
-    rows x vocab (llama.cpp reserves n_ubatch rows; vLLM samples max_num_seqs rows; others
-    batch x (K+1) verify rows).
+    llama.cpp: its reserved compute buffer (llamacpp_compute_bytes). Others, per token: 3 x hidden
+    (residual, normed, attention out) + q + k + v widths + 3 x FFN width (gate, up, activation;
+    MoE: experts_per_token x expert width + shared), at 2 B, times the chunk; plus fp32 logits
+    rows x vocab (vLLM samples max_num_seqs rows; others batch x (K+1) verify rows).
     """
+    if s.engine == "llama.cpp":
+        return llamacpp_compute_bytes(spec, s, context)
     chunk = prefill_chunk(s, context)
     widths = []
     for layer in spec.layers:
@@ -254,11 +315,10 @@ def activations(spec: ModelSpec, s: Settings, context: int) -> int:
             ffn = layer.ffn_width
         widths.append(attn + 3 * ffn)
     per_token = 3 * spec.hidden + max(widths, default=0)
-    act_bytes = 4 if s.engine == "llama.cpp" else 2
     verify_rows = s.batch * (s.spec_tokens + 1)
-    rows = {"llama.cpp": max(chunk, verify_rows), "vllm": max(VLLM_MAX_NUM_SEQS, verify_rows),
+    rows = {"vllm": max(VLLM_MAX_NUM_SEQS, verify_rows),
             "sglang": max(VLLM_MAX_NUM_SEQS, verify_rows)}.get(s.engine, verify_rows)
-    return chunk * per_token * act_bytes + rows * spec.vocab * 4
+    return chunk * per_token * 2 + rows * spec.vocab * 4
 
 
 # --- weights and the whole ledger --------------------------------------------
@@ -267,9 +327,9 @@ def _scheme_name(spec: ModelSpec, s: Settings) -> str | None:
     """The re-sizing applied: --weights-dtype, or the engine's float32 -> 16-bit load."""
     if s.weights_dtype:
         return s.weights_dtype
-    if s.engine in SIXTEEN_BIT_ENGINES and spec.weights.dominant_dtype == "F32":
+    if s.engine in SIXTEEN_BIT_ENGINES and spec.weights.dominant_dtype == "F32" and spec.source != "gguf":
         # vLLM/SGLang dtype="auto" run float32 checkpoints in 16-bit (vllm config _get_and_verify_dtype);
-        # llama.cpp's converter writes f16/bf16 GGUFs
+        # llama.cpp's converter writes f16/bf16 GGUFs; a GGUF stored in F32 runs as stored
         return "bf16"
     return None
 
@@ -329,8 +389,11 @@ def model_ledger(spec: ModelSpec, s: Settings, role: str = "target") -> ModelLed
     w_bytes, w_fmt, w_src = weights(spec, s)
     kv_total, state = kv_cache(spec, s, context)
     kv_src = f"config shapes x {kv_format(s.kv_dtype, spec.dtype, s.engine)} ({s.engine} layout)"
-    prov = {"weights": w_src, "kv_cache": kv_src,
-            "activations": f"assumed: estimate for a {prefill_chunk(s, context)}-token forward ({s.engine})"}
+    act_src = f"assumed: estimate for a {prefill_chunk(s, context)}-token forward ({s.engine})"
+    if s.engine == "llama.cpp":
+        act_src = (f"estimate of llama.cpp's compute buffer ({prefill_chunk(s, context)}-token ubatch graph, flash "
+                   f"attention; calibrated on published logs, docs/llamacpp.md)")
+    prov = {"weights": w_src, "kv_cache": kv_src, "activations": act_src}
     if state:
         prov["state"] = "config shapes: fixed recurrent state per sequence"
     return ModelLedger(role=role, id=spec.id, params_total=spec.params_total, params_active=spec.params_active,

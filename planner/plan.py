@@ -280,12 +280,20 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
     base = fit.evaluate(fit.Problem(target, machine, base_s, layout, utilization=utilization), context, batch)
     base_headroom = min(d.headroom_bytes for d in base)
     family, how = tokenizer_family(target)
-    cands = list(candidates) if candidates is not None else catalog_candidates(target, family)
     notes = []
-    if candidates is None and not cands:
-        notes.append(f"no catalog draft shares this target's tokenizer ({how}); pass --candidates")
+    if candidates is not None:
+        cands = list(candidates)
+    elif target.source == "gguf":
+        # catalog drafts are Hugging Face checkpoints: llama-server -md needs a GGUF file
+        cands = []
+        notes.append(f"a GGUF target takes GGUF drafts: pass --candidates a.gguf,b.gguf (catalog drafts are "
+                     f"Hugging Face checkpoints; tokenizer family {family or '?'}: {how})")
+    else:
+        cands = catalog_candidates(target, family)
+        if not cands:
+            notes.append(f"no catalog draft shares this target's tokenizer ({how}); pass --candidates")
     launch_in = engines.LaunchInput(target=target_ref, draft=None, k=1, context=context, tp=layout.tp,
-                                    temperature=temperature)
+                                    temperature=temperature, batch=batch)
     if costs_for is None:
         roof = roofline_machine(machine, layout)
         curves: dict[tuple, tuple[float, ...]] = {}  # the target's curve depends on the KV type only

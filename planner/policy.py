@@ -105,17 +105,22 @@ def load_policy(path: str | Path | None = None) -> Policy:
     """
     p = _find(path)
     try:
-        raw = p.read_bytes()
+        size = p.stat().st_size
+        if size > JSON_MAX_BYTES:  # refused before reading, not read whole and then measured
+            raise ConfigError(f"Cannot read policy '{p}': {size} bytes is over the {JSON_MAX_BYTES}-byte limit.", p)
+        with p.open("rb") as fh:
+            raw = fh.read(size + 1)
     except OSError as e:
         raise ConfigError(f"Cannot read policy '{p}': {e.strerror or e}.", p) from e
     if len(raw) > JSON_MAX_BYTES:
-        raise ConfigError(f"Cannot read policy '{p}': {len(raw)} bytes is over the {JSON_MAX_BYTES}-byte limit.", p)
+        raise ConfigError(f"Cannot read policy '{p}': it grew past the {JSON_MAX_BYTES}-byte limit.", p)
     try:
         doc = tomllib.loads(raw.decode("utf-8"))
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+    except (ValueError, RecursionError) as e:  # TOMLDecodeError, UTF-8, 5000-digit ints, [[[[... nesting
         raise ConfigError(f"Cannot parse policy '{p}': invalid TOML ({e}).", p) from e
     if p.name == "pyproject.toml":
-        doc = doc.get("tool", {}).get("planner")
+        tool = doc.get("tool")
+        doc = tool.get("planner") if isinstance(tool, dict) else None
         if not isinstance(doc, dict):
             raise ConfigError(f"Cannot use '{p}': it has no [tool.planner] table. Add [[tool.planner.deployment]] "
                               f"entries or write a planner.toml.", p, key="tool.planner")
@@ -209,6 +214,9 @@ def _deployment(d: dict[str, Any], origin: str, where: str) -> Deployment:
             raise ConfigError(f"Cannot use policy '{origin}': {where} require.min_speedup must be a number or "
                               f"\"no_slowdown\" (got {ms!r}).", origin, key="require.min_speedup")
         ms = 1.0
+    if ms is not None and not 0 < ms < float("inf"):  # TOML has nan and inf; neither is a speed-up
+        raise ConfigError(f"Cannot use policy '{origin}': {where} require.min_speedup must be a positive finite "
+                          f"number or \"no_slowdown\" (got {ms!r}).", origin, key="require.min_speedup")
     for key, lo, hi in (("batch", 1, 1 << 20), ("gpus", 1, 4096), ("tp", 1, 4096), ("pp", 1, 4096),
                         ("k", 1, 64), ("max_k", 1, 64)):
         if key in d and not lo <= d[key] <= hi:

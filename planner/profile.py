@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import json
 import math
+import os
+import stat
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -453,8 +455,12 @@ def read_bounded(path: Path, limit: int, what: str) -> bytes:
         ProfileError: missing, unreadable, or larger than `limit`.
     """
     try:
+        st = os.stat(path)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read; a device never ends
+            raise ProfileError(f"Cannot read {what} from '{path}': it is not a regular file (expected a file "
+                               f"written by llama-bench or 'planner probe --out'). Check the path.")
         with open(path, "rb") as fh:
-            data = fh.read(limit + 1)
+            data = fh.read(min(st.st_size, limit) + 1)  # read(n) allocates n bytes: ask for the size
     except OSError as e:
         raise ProfileError(f"Cannot read {what} from '{path}': {e.strerror or e} (expected a readable file). "
                            f"Check the path.") from e
@@ -484,7 +490,7 @@ def load_profile(path: str | Path) -> Profile:
     raw = read_bounded(p, constants.PROFILE_MAX_BYTES, "profile")
     try:
         data = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:  # 5000-digit ints, [[[[... nesting
         raise ProfileError(f"Cannot read profile from '{p}': it is not JSON ({e}) (expected the file written by "
                            f"'planner probe --out'). Re-run the probe.") from e
     return profile_from_json(data, str(p))

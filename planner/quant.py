@@ -68,8 +68,8 @@ def parse_scheme(name: str, *, group_size: int = 128) -> Scheme:
 def from_quantization_config(qc: dict) -> Scheme | None:
     """Scheme of a pre-quantised checkpoint from config.json's `quantization_config` (None: unknown)."""
     method = str(qc.get("quant_method", "")).lower()
-    skip = tuple(str(s) for s in (qc.get("modules_to_not_convert") or qc.get("ignore") or [])
-                 if isinstance(s, str))
+    names = qc.get("modules_to_not_convert") or qc.get("ignore") or []
+    skip = tuple(s for s in (names if isinstance(names, list) else []) if isinstance(s, str))  # hostile: -1, {}
     if method == "fp8":
         block = qc.get("weight_block_size")
         if isinstance(block, list) and block and isinstance(block[0], int) and block[0] > 0:

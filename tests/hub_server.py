@@ -16,6 +16,28 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 COMMIT = "0123456789abcdef0123456789abcdef01234567"
 
 
+class Sparse:
+    """A large file served from its first bytes, the rest reading as zeros (a sparse file on disk).
+
+    Lets a test serve a multi-GB checkpoint's true size (HEAD Content-Length, Content-Range total)
+    while holding only its header in memory.
+    """
+
+    def __init__(self, head: bytes, size: int) -> None:
+        self.head, self.size = head, size
+
+    def __len__(self) -> int:
+        return self.size
+
+    def __getitem__(self, s: slice) -> bytes:
+        start, stop = s.start or 0, min(self.size, len(self) if s.stop is None else s.stop)
+        got = self.head[start:stop]
+        return got + b"\0" * max(0, stop - max(start, len(self.head)))
+
+    def digest(self) -> bytes:
+        return self.head + str(self.size).encode()
+
+
 class HubServer:
     def __init__(self, repos: dict[str, dict[str, bytes]]) -> None:
         self.repos = repos
@@ -64,7 +86,8 @@ class HubServer:
                 chunk = body[start:end]
                 self.send_response(status)
                 self.send_header("X-Repo-Commit", COMMIT)
-                self.send_header("ETag", '"' + hashlib.sha256(body).hexdigest() + '"')
+                digest = body.digest() if isinstance(body, Sparse) else body
+                self.send_header("ETag", '"' + hashlib.sha256(digest).hexdigest() + '"')
                 self.send_header("Content-Length", str(len(chunk)))
                 if status == 206:
                     self.send_header("Content-Range", f"bytes {start}-{end - 1}/{len(body)}")

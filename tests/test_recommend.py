@@ -114,7 +114,7 @@ def test_config_only_dir_matched_by_evidence(tmp_path):
 
 
 def test_llamacpp_launch_both_spellings(capsys):
-    code, out, _ = run(["recommend", "llama-3.1-8b-instruct", "--machine", "m3-max-36gb", "--engine",
+    _, out, _ = run(["recommend", "llama-3.1-8b-instruct", "--machine", "m3-max-36gb", "--engine",
                         "llama.cpp", "--json"], capsys)
     launch = json.loads(out)["recommendation"]["launch"]
     k = json.loads(out)["recommendation"]["k"]

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 from .conftest import CONFIGS
-from .hub_server import HubServer
+from .hub_server import HubServer, Sparse
 from .safetensors_util import llama_tensors, write_sparse
 
 
@@ -24,10 +24,9 @@ def _repo_files(tmp_path, name="SmolLM2-135M"):
     cfg["tie_word_embeddings"] = False
     st = tmp_path / "model.safetensors"
     total = write_sparse(st, llama_tensors(cfg))
-    # The hub client reads only the first bytes; serve the header and a short body.
+    # The hub client reads only the first bytes; serve the header, the rest of the true size as zeros.
     header_len = int.from_bytes(st.read_bytes()[:8], "little")
-    blob = st.read_bytes()[: 8 + header_len]
-    blob = blob + b"\0" * 64  # the server serves what it has; range reads stop at the header
+    blob = Sparse(st.read_bytes()[: 8 + header_len], st.stat().st_size)
     return {"config.json": json.dumps(cfg).encode(), "model.safetensors": blob,
             "generation_config.json": b'{"eos_token_id": [2, 7]}'}, total
 

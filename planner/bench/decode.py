@@ -83,7 +83,8 @@ AcceptRule = Callable[[Any, Any, list[int], Any], tuple[int, int]]
 
 def speculative_decode(target: Stepper, draft: Stepper, prompt: list[int], *, k: int, max_new_tokens: int,
                        temperature: float = 0.0, generator: Any = None, sync: Callable[[], None] = lambda: None,
-                       accept_rule: AcceptRule = accept_sampling) -> DecodeResult:
+                       accept_rule: AcceptRule = accept_sampling,
+                       clock: Callable[[], float] = time.perf_counter) -> DecodeResult:
     """Generate `max_new_tokens` after `prompt` with K drafted tokens per round.
 
     Invariant between rounds: both caches hold the committed tokens except the last one, `cur`,
@@ -97,13 +98,13 @@ def speculative_decode(target: Stepper, draft: Stepper, prompt: list[int], *, k:
         target.forward(prompt[:-1])
         draft.forward(prompt[:-1])
     sync()
-    t0 = time.perf_counter()
+    t0 = clock()
     cur, pending = prompt[-1], [prompt[-1]]
     records = []
     while len(out) < max_new_tokens:
         kk = min(k, max_new_tokens - len(out) - 1) if max_new_tokens - len(out) > 1 else 0
         sync()
-        ta = time.perf_counter()
+        ta = clock()
         drafted, qs = [], []
         feed = pending
         for _ in range(kk):  # draft K tokens autoregressively
@@ -117,7 +118,7 @@ def speculative_decode(target: Stepper, draft: Stepper, prompt: list[int], *, k:
             drafted.append(tok)
             feed = [tok]
         sync()
-        tb = time.perf_counter()
+        tb = clock()
         p_logits = target.forward([cur, *drafted])  # K+1 positions in one forward
         if greedy:
             n, nxt = accept_greedy(p_logits, drafted)
@@ -126,7 +127,7 @@ def speculative_decode(target: Stepper, draft: Stepper, prompt: list[int], *, k:
             q = torch.stack(qs) if qs else p[:0]
             n, nxt = accept_rule(p, q, drafted, generator)
         sync()
-        tc = time.perf_counter()
+        tc = clock()
         # roll back: target keeps cur + d_1..d_n; draft fed pending + d_1..d_{K-1}
         target.rollback(len(drafted) - n)
         fed_draft = max(len(drafted) - 1, 0)
@@ -141,13 +142,14 @@ def speculative_decode(target: Stepper, draft: Stepper, prompt: list[int], *, k:
         out.extend([*drafted[:n], nxt])
         cur = nxt
         records.append(StepRecord(drafted=len(drafted), accepted=n, draft_s=tb - ta, verify_s=tc - tb,
-                                  round_s=time.perf_counter() - ta))
+                                  round_s=clock() - ta))
     sync()
-    return DecodeResult(tokens=out[:max_new_tokens], records=records, seconds=time.perf_counter() - t0)
+    return DecodeResult(tokens=out[:max_new_tokens], records=records, seconds=clock() - t0)
 
 
 def target_decode(target: Stepper, prompt: list[int], *, max_new_tokens: int, temperature: float = 0.0,
-                  generator: Any = None, sync: Callable[[], None] = lambda: None) -> DecodeResult:
+                  generator: Any = None, sync: Callable[[], None] = lambda: None,
+                  clock: Callable[[], float] = time.perf_counter) -> DecodeResult:
     """Plain autoregressive decoding with the target: the baseline (and the reference output).
     The prefill of prompt[:-1] is not timed, as in speculative_decode."""
     import torch
@@ -155,7 +157,7 @@ def target_decode(target: Stepper, prompt: list[int], *, max_new_tokens: int, te
     if len(prompt) > 1:
         target.forward(prompt[:-1])
     sync()
-    t0 = time.perf_counter()
+    t0 = clock()
     out: list[int] = []
     feed = [prompt[-1]]
     while len(out) < max_new_tokens:
@@ -167,7 +169,7 @@ def target_decode(target: Stepper, prompt: list[int], *, max_new_tokens: int, te
         out.append(tok)
         feed = [tok]
     sync()
-    return DecodeResult(tokens=out, seconds=time.perf_counter() - t0)
+    return DecodeResult(tokens=out, seconds=clock() - t0)
 
 
 class HFStepper:

@@ -53,22 +53,23 @@ class BenchResult:
 
 
 def _timed(fn: Callable[[], object], after: Callable[[], object], sync: Callable[[], None], *, repeats: int,
-           warmup: int) -> float:
+           warmup: int, clock: Callable[[], float] = time.perf_counter) -> float:
     """Median seconds of fn() over `repeats` (after `warmup` untimed calls); after() runs untimed each time."""
     times = []
     for i in range(warmup + repeats):
         sync()
-        t0 = time.perf_counter()
+        t0 = clock()
         fn()
         sync()
         if i >= warmup:
-            times.append(time.perf_counter() - t0)
+            times.append(clock() - t0)
         after()
     return statistics.median(times)
 
 
 def measure_costs(target: Stepper, draft: Stepper, prefix: Sequence[int], *, k_max: int, vocab_probe: Sequence[int],
-                  sync: Callable[[], None] = lambda: None, repeats: int = 5, warmup: int = 1) -> Costs:
+                  sync: Callable[[], None] = lambda: None, repeats: int = 5, warmup: int = 1,
+                  clock: Callable[[], float] = time.perf_counter) -> Costs:
     """t_v(n) for n = 1..k_max+1 and t_d on a prefix of `len(prefix)` tokens; t_o = both rollbacks.
 
     `vocab_probe` supplies the token ids fed (any k_max+1 valid ids)."""
@@ -78,8 +79,9 @@ def measure_costs(target: Stepper, draft: Stepper, prefix: Sequence[int], *, k_m
     verify = []
     for n in range(1, k_max + 2):
         verify.append(_timed(lambda n=n: target.forward(toks[:n]), lambda n=n: target.rollback(n), sync,
-                             repeats=repeats, warmup=warmup))
-    t_d = _timed(lambda: draft.forward(toks[:1]), lambda: draft.rollback(1), sync, repeats=repeats, warmup=warmup)
+                             repeats=repeats, warmup=warmup, clock=clock))
+    t_d = _timed(lambda: draft.forward(toks[:1]), lambda: draft.rollback(1), sync, repeats=repeats, warmup=warmup,
+                 clock=clock)
 
     def fill() -> None:
         target.forward(toks[:k_max])
@@ -90,7 +92,7 @@ def measure_costs(target: Stepper, draft: Stepper, prefix: Sequence[int], *, k_m
         draft.rollback(max(k_max - 1, 1))
 
     fill()
-    t_o = _timed(rollback, fill, sync, repeats=repeats, warmup=warmup)
+    t_o = _timed(rollback, fill, sync, repeats=repeats, warmup=warmup, clock=clock)
     rollback_all = target.length() - len(prefix), draft.length() - len(prefix)
     target.rollback(rollback_all[0])
     draft.rollback(rollback_all[1])
@@ -127,10 +129,12 @@ def _decode_all(fn: Callable[[list[int]], DecodeResult], prompts: Sequence[list[
 
 def run_pair(make_target: MakeStepper, make_draft: MakeStepper, prompts: Sequence[list[int]], *, k: int,
              tokens: int, temperature: float = 0.0, repeats: int = 3, warmup: int = 1, seed: int = 0,
-             sync: Callable[[], None] = lambda: None, cost_repeats: int = 5) -> BenchResult:
+             sync: Callable[[], None] = lambda: None, cost_repeats: int = 5,
+             clock: Callable[[], float] = time.perf_counter) -> BenchResult:
     """Baseline vs speculative tokens/s on the same prompts, and the prediction from measured costs.
 
     Each repeat decodes every prompt with fresh caches; the median total time over repeats is used.
+    `clock=time.thread_time` (with one torch thread) times CPU work only, immune to other processes.
     """
     import torch
 
@@ -142,11 +146,12 @@ def run_pair(make_target: MakeStepper, make_draft: MakeStepper, prompts: Sequenc
     spec_res: list[DecodeResult] = []
     for i in range(warmup + repeats):  # interleaved, so both see the same machine state
         tb, base_res = _decode_all(lambda p: target_decode(make_target(), p, max_new_tokens=tokens,
-                                                           temperature=temperature, generator=gen(), sync=sync),
+                                                           temperature=temperature, generator=gen(), sync=sync,
+                                                           clock=clock),
                                    prompts)
         ts, spec_res = _decode_all(lambda p: speculative_decode(make_target(), make_draft(), p, k=k,
                                                                 max_new_tokens=tokens, temperature=temperature,
-                                                                generator=gen(), sync=sync), prompts)
+                                                                generator=gen(), sync=sync, clock=clock), prompts)
         if i >= warmup:
             base_times.append(tb)
             spec_times.append(ts)
@@ -162,7 +167,7 @@ def run_pair(make_target: MakeStepper, make_draft: MakeStepper, prompts: Sequenc
     probe_ids += [probe_ids[-1]] * (k + 1 - len(probe_ids))
     filler = (list(prompts[0]) * (mid // max(len(prompts[0]), 1) + 1))[:mid]
     costs = measure_costs(make_target(), make_draft(), filler, k_max=k, vocab_probe=probe_ids, sync=sync,
-                          repeats=cost_repeats)
+                          repeats=cost_repeats, clock=clock)
     per_pos = summary["per_position"]
     alpha: Any = per_pos if len(per_pos) >= k else summary.get("alpha", 0.0)
     pred = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k)

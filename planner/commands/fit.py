@@ -7,10 +7,8 @@ from typing import Annotated, Any
 import typer
 
 from ..cli import (
-    BatchOpt,
     ContextOpt,
     DraftOpt,
-    EngineOpt,
     GroupSizeOpt,
     JsonOpt,
     KvDtypeOpt,
@@ -22,6 +20,7 @@ from ..cli import (
     emit,
     warn,
 )
+from .memory import DraftContextOpt, EngineAutoOpt, ParallelBatchOpt
 
 MachineOpt = Annotated[str | None, typer.Option(
     "--machine", "-m", help="auto (detect this host), a catalog name (planner machines list) or a JSON file.")]
@@ -42,7 +41,7 @@ def _smaller_drafts(draft) -> list:
     from ..errors import PlannerError
     from ..sources import catalog, load_spec
 
-    if draft is None or not draft.family:
+    if draft is None or not draft.family or draft.source == "gguf":  # catalog drafts are not GGUF files
         return []
     out = []
     for e in catalog.entries()[:DRAFT_CANDIDATES_MAX]:
@@ -139,8 +138,9 @@ def fit(
     pp: PpOpt = None,
     draft_device: DraftDeviceOpt = None,
     context: ContextOpt = "4096",
-    batch: BatchOpt = 1,
-    engine: EngineOpt = "transformers",
+    batch: ParallelBatchOpt = 1,
+    draft_context: DraftContextOpt = None,
+    engine: EngineAutoOpt = "auto",
     kv_dtype: KvDtypeOpt = None,
     weights_dtype: WeightsDtypeOpt = None,
     group_size: GroupSizeOpt = 128,
@@ -157,23 +157,26 @@ def fit(
       planner fit ./Llama-3.1-70B --machine 2x-rtx-4090 --engine vllm --weights-dtype int4 --json
       planner fit qwen3-8b --machine m3-max-36gb --engine mlx --context 32k
       planner fit qwen3-8b --gpu-memory 24GiB --gpus 2 --engine vllm
+      planner fit target.gguf --draft draft.gguf --machine rtx-4090 --parallel 4 --draft-context 8k
     """
     from .. import fit as fitmod
+    from ..fit import default_layout
+    from ..machine import resolve_machine
     from ..memory import Settings
     from ..sources import load_spec
     from ..units import parse_bytes, parse_tokens
-
-    settings = Settings(context=parse_tokens(context), batch=batch, engine=engine, kv_dtype=kv_dtype,
-                        weights_dtype=weights_dtype, group_size=group_size,
-                        overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None)
-    from ..fit import default_layout
-    from ..machine import resolve_machine
     from ..units import parse_bytes as _pb
+    from .memory import engine_for
 
-    m = resolve_machine(machine, _pb(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
-    layout = default_layout(m.n_devices, settings.engine, tp, pp, draft_device)
     tspec = load_spec(target, revision=revision)
     dspec = load_spec(draft) if draft else None
+    settings = Settings(context=parse_tokens(context), batch=batch, engine=engine_for(engine, tspec, dspec),
+                        kv_dtype=kv_dtype, weights_dtype=weights_dtype, group_size=group_size,
+                        overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None,
+                        draft_context=parse_tokens(draft_context, what="--draft-context") if draft_context
+                        else None)
+    m = resolve_machine(machine, _pb(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
+    layout = default_layout(m.n_devices, settings.engine, tp, pp, draft_device)
     warnings = [f"{s.id}: {w}" for s in (tspec, dspec) if s for w in s.warnings]
     problem = fitmod.Problem(target=tspec, machine=m, settings=settings, layout=layout, draft=dspec,
                              utilization=utilization)

@@ -38,6 +38,8 @@ RepeatsOpt = Annotated[int, typer.Option("--repeats", help="Timed repeats per po
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for weights, caches and sampling.")]
 ClockOpt = Annotated[str, typer.Option("--clock", help="wall (default) | thread: this thread's CPU time, for "
                                        "--device cpu --threads 1 on a busy machine.")]
+BackendOpt = Annotated[str, typer.Option("--backend", help="torch (default) | llamacpp: time .gguf files through "
+                                         "llama.cpp's real quantised kernels (needs llama-cpp-python).")]
 
 
 class ProgressLine:
@@ -142,6 +144,7 @@ def probe_cmd(
     repeats: RepeatsOpt = 7,
     seed: SeedOpt = 0,
     clock: ClockOpt = "wall",
+    backend: BackendOpt = "torch",
     revision: RevisionOpt = None,
 ) -> None:
     """Measure t_v(n) (target, n = 1..K+1), t_d (draft) and the per-round overhead on this machine.
@@ -168,10 +171,21 @@ def probe_cmd(
         if target is None:
             raise UsageError("Cannot probe: no TARGET given (expected a model, or --import FILE). "
                              "See 'planner probe --help'.")
-        prof, msgs = _measured(target, draft, revision=revision, device=device, dtype=dtype, max_k=max_k,
-                               context=ctx, budget_s=budget_s, real=real, prompts=prompts,
-                               temperature=temperature, new_tokens=new_tokens, threads=threads, repeats=repeats,
-                               seed=seed, clock=clock, progress=None if as_json and not sys.stderr.isatty() else ProgressLine())
+        if backend.strip().lower() in ("llamacpp", "llama.cpp", "llama-cpp"):
+            from ..probe.llamacpp import probe_gguf
+            from ..probe.runner import ProbeSettings
+
+            st = ProbeSettings(device=device, max_k=max_k, context=ctx, budget_s=budget_s, repeats=repeats, seed=seed,
+                               threads=threads, clock=clock)
+            prof, msgs = probe_gguf(target, draft, revision=revision, st=st, dtype=dtype, real=real, prompts=prompts,
+                                    progress=None if as_json and not sys.stderr.isatty() else ProgressLine())
+        elif backend.strip().lower() != "torch":
+            raise UsageError(f"Cannot probe with --backend {backend} (expected torch or llamacpp).")
+        else:
+            prof, msgs = _measured(target, draft, revision=revision, device=device, dtype=dtype, max_k=max_k,
+                                   context=ctx, budget_s=budget_s, real=real, prompts=prompts,
+                                   temperature=temperature, new_tokens=new_tokens, threads=threads, repeats=repeats,
+                                   seed=seed, clock=clock, progress=None if as_json and not sys.stderr.isatty() else ProgressLine())
     for m in msgs:
         warn(m)
     if out is not None:

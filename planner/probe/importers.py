@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import io
 import json
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -34,7 +35,7 @@ from ..profile import ModelCurve, Profile, diagnose, read_bounded
 
 MAX_N = 65  # K <= 64: longer prompt tests (pp512) are prefill, not verification
 MAX_ROWS = 100_000
-_TEST = re.compile(r"^(pp|tg)\s*(\d+)(?:\s*@\s*d\s*(\d+))?$", re.I)
+_TEST = re.compile(r"^(pp|tg)\s*(\d{1,9})(?:\s*@\s*d\s*(\d{1,9}))?$", re.I)  # bounded: int() of 5000 digits fails
 _NUM = re.compile(r"[-+]?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
 
 
@@ -80,8 +81,8 @@ def _err(origin: str, reason: str, expected: str, got: Any) -> ProfileError:
 
 def _number(text: str, origin: str, what: str) -> float:
     m = _NUM.search(text or "")
-    if not m:
-        raise _err(origin, f"{what} is not a number", "a number", repr(text)[:40])
+    if not m or not math.isfinite(float(m.group(0))):
+        raise _err(origin, f"{what} is not a finite number", "a number", repr(text)[:40])
     return float(m.group(0))
 
 
@@ -140,6 +141,8 @@ def parse_batched_bench_md(text: str, origin: str) -> list[Point]:
     ix = {k: header.index(k) for k in need}
     out = []
     for r in rows:
+        if len(r) != len(header):
+            raise _err(origin, "a table row has the wrong number of cells", len(header), len(r))
         pp, tg, b = (int(_number(r[ix[k]], origin, k)) for k in ("pp", "tg", "b"))
         t_tg = _number(r[ix["t_tg s"]], origin, "T_TG")
         if tg > 0 and b > 0 and t_tg > 0:
@@ -154,11 +157,12 @@ def _bench_record(rec: dict, origin: str) -> Point | None:
     try:
         p, g, d = int(rec.get("n_prompt") or 0), int(rec.get("n_gen") or 0), int(rec.get("n_depth") or 0)
         ns = float(rec.get("avg_ns") or 0)
-    except (TypeError, ValueError) as e:
-        raise _err(origin, "a record has non-numeric n_prompt/n_gen/n_depth/avg_ns", "numbers", str(e)) from e
-    if ns <= 0 and rec.get("avg_ts"):
-        ts = float(rec["avg_ts"])
-        ns = (p or g) / ts * 1e9 if ts > 0 else 0.0
+        if ns <= 0 and rec.get("avg_ts"):
+            ts = float(rec["avg_ts"])
+            ns = (p or g) / ts * 1e9 if ts > 0 else 0.0
+    except (TypeError, ValueError, OverflowError) as e:  # OverflowError: int(inf)
+        raise _err(origin, "a record has non-numeric n_prompt/n_gen/n_depth/avg_ns/avg_ts", "numbers",
+                   str(e)[:60]) from e
     if ns <= 0 or (p and g) or not (p or g):
         return None
     model = str(rec.get("model_filename") or rec.get("model_type") or Path(origin).stem)
@@ -172,8 +176,8 @@ def _bench_record(rec: dict, origin: str) -> Point | None:
 def _batched_record(rec: dict, origin: str) -> Point | None:
     try:
         pp, tg, pl, t_tg = int(rec["pp"]), int(rec["tg"]), int(rec["pl"]), float(rec["t_tg"])
-    except (KeyError, TypeError, ValueError) as e:
-        raise _err(origin, "a batched-bench record lacks pp/tg/pl/t_tg", "numbers", str(e)) from e
+    except (KeyError, TypeError, ValueError, OverflowError) as e:
+        raise _err(origin, "a batched-bench record lacks pp/tg/pl/t_tg", "numbers", str(e)[:60]) from e
     if tg <= 0 or pl <= 0 or t_tg <= 0:
         return None
     return Point(Path(origin).stem, "pl", pl, t_tg / tg, pp + tg // 2)
@@ -184,8 +188,9 @@ def parse_json(text: str, origin: str) -> list[Point]:
     s = text.strip()
     try:
         recs = json.loads(s) if s.startswith("[") else [json.loads(x) for x in s.splitlines() if x.strip()]
-    except json.JSONDecodeError as e:
-        raise _err(origin, "it is not valid JSON/JSONL", "llama-bench -o json output", f"line {e.lineno}") from e
+    except (ValueError, RecursionError) as e:  # JSONDecodeError, 5000-digit ints, [[[[... nesting
+        where = f"line {e.lineno}" if isinstance(e, json.JSONDecodeError) else type(e).__name__
+        raise _err(origin, "it is not valid JSON/JSONL", "llama-bench -o json output", where) from e
     if not isinstance(recs, list) or not all(isinstance(r, dict) for r in recs):
         raise _err(origin, "the JSON is not a list of records", "objects", type(recs).__name__)
     out = []
@@ -276,6 +281,10 @@ def _run(model: str, pts: list[Point], tool: str, origin: str) -> ImportedRun | 
     if tool == "llama-batched-bench":
         notes.append("proxy: t_v(n) taken from one decode step of n sequences (n KV caches, not one sequence "
                      "of n tokens); it overestimates attention at long contexts")
+    bad = [n for n, t in curve.items() if not (math.isfinite(t) and t > 0)]
+    if bad:  # inf/NaN or an underflow to 0 would divide by zero in every ratio downstream
+        raise _err(origin, f"the time of n = {bad[0]} is not a positive finite number of seconds", "> 0",
+                   curve[bad[0]])
     verify, measured = interpolate(curve)
     if len(measured) < len(verify):
         notes.append(f"measured at n = {', '.join(map(str, measured))}; other n interpolated linearly")

@@ -52,7 +52,7 @@ def spec_from_located(loc: Located) -> ModelSpec:
         return spec_from_gguf(loc)
     text, vision, wrapper = normalise(loc.config, loc.config_origin)
     arch, arch_name, warnings = derive(text, origin=loc.config_origin)
-    logical = _config_tensors(arch, vision, text)
+    logical = _config_tensors(arch, vision, text, loc.config_origin)
     total = sum(t.numel for t in logical)
     active = _active(arch, logical, total)
     provenance: dict[str, str] = {}
@@ -95,14 +95,15 @@ def spec_from_located(loc: Located) -> ModelSpec:
         bos_token_id=bos_ids[0] if bos_ids else arch.bos_token_id, eos_token_ids=eos,
         quantization=_quant_method(text), instruct=_instruct(loc, entry),
         state_dtype=arch.state_dtype, llamacpp_swa=arch.llamacpp_swa, provenance=provenance,
-        warnings=tuple(warnings + notes))
+        warnings=tuple(dict.fromkeys(warnings + notes)))  # loc.notes are also the inventory's notes: once each
 
 
-def _config_tensors(arch: ArchSpec, vision: dict[str, Any] | None, text: dict[str, Any]) -> list[TensorInfo]:
+def _config_tensors(arch: ArchSpec, vision: dict[str, Any] | None, text: dict[str, Any],
+                    origin: str = "config.json") -> list[TensorInfo]:
     tensors = list(arch.tensors)
     if vision:
         t = Tensors(arch.dtype)
-        vision_tower(t, vision, arch.hidden)
+        vision_tower(t, vision, arch.hidden, origin=origin)
         tensors.extend(t.items)
     return tensors
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -45,12 +46,19 @@ def read_json(path: str | Path, *, max_bytes: int = JSON_MAX_BYTES, what: str = 
     """
     p = Path(path)
     try:
-        size = p.stat().st_size
+        st = p.stat()
+        size = st.st_size
+        if stat.S_ISDIR(st.st_mode):
+            raise ConfigError(f"Cannot read {what} '{p}': it is a directory.", p)
+        if not stat.S_ISREG(st.st_mode):  # a FIFO would block the open; a device has no size
+            raise ConfigError(f"Cannot read {what} '{p}': it is not a regular file.", p)
         if size > max_bytes:
             raise ConfigError(f"Cannot read {what} '{p}': {size} bytes is larger than the {max_bytes}-byte "
                               f"limit for this kind of file.", p)
         with p.open("rb") as fh:
-            data = fh.read(max_bytes + 1)
+            data = fh.read(size + 1)  # read(n) allocates n bytes up front: never ask for the cap itself
+        if len(data) > size:
+            raise ConfigError(f"Cannot read {what} '{p}': it grew while being read (expected {size} bytes).", p)
     except FileNotFoundError as e:
         raise ConfigError(f"Cannot read {what} '{p}': file not found.", p) from e
     except IsADirectoryError as e:

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from ..constants import is_offline
 from ..errors import ConfigError, HeaderError, ModelNotFound, OfflineError
 from . import catalog, hub
 from .jsonio import read_json_object
@@ -77,12 +78,35 @@ def locate(ref: str, *, revision: str | None = None) -> Located:
     try:
         snap, tensors, rev = hub.fetch_from_hub(ref, revision)
     except OfflineError:
-        raise
+        fallback = _fallback(ref, revision)
+        if fallback is None:
+            raise
+        return fallback
     loc = _from_dir(snap, ref, source="hub", read_weights=False)
     loc.tensors, loc.revision = tensors, rev
     if tensors is not None:
         loc.tensor_files = ["(Hub range reads)"]
     return loc
+
+
+def _fallback(ref: str, revision: str | None) -> Located | None:
+    """The Hub did not answer: any cached snapshot of `ref`, else its catalog entry, with a note saying so."""
+    why = "offline mode is on" if is_offline() else "the Hugging Face Hub could not be reached"
+    wanted = f"revision '{revision}'" if revision else "the latest revision"
+    snap = hub.any_cached_snapshot(ref)
+    if snap is not None:
+        loc = _from_dir(snap, ref, source="hf-cache", partial_ok=True)
+        loc.revision = snap.name
+        loc.notes.append(f"{why}, so {wanted} of '{ref}' was not read: using the cached snapshot {snap.name[:12]} "
+                         f"instead (it may differ)")
+        return loc
+    entry = catalog.find(ref)
+    if entry is not None:
+        loc = _from_catalog(entry, ref)
+        loc.notes.append(f"{why}, so {wanted} of '{ref}' was not read: using the bundled catalog entry instead "
+                         f"(source: {entry.get('source', 'unknown')}; it may differ)")
+        return loc
+    return None
 
 
 def _from_dir(d: Path, ref: str, *, source: str, partial_ok: bool = False, read_weights: bool = True) -> Located:

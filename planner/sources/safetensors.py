@@ -96,6 +96,28 @@ def _entry(name: str, info: Any, origin: str) -> tuple[str, tuple[int, ...], int
     return dtype, tuple(shape), offs[0], offs[1]
 
 
+def header_length(prefix: bytes, size: int | None, origin: str) -> int:
+    """The header length N from the first 8 bytes, checked against the cap and the file size.
+
+    One check for local files and Hub range reads: nothing is read or allocated for N bytes
+    before N is known to fit in the file.
+
+    Raises:
+        HeaderError: fewer than 8 bytes, N over SAFETENSORS_MAX_HEADER_BYTES, or past the end of the file.
+    """
+    if len(prefix) < 8:
+        raise HeaderError(f"Cannot read '{origin}': {size if size is not None else len(prefix)} bytes is too "
+                          f"short for a safetensors file (expected an 8-byte header length).", origin)
+    (n,) = struct.unpack("<Q", prefix[:8])
+    if n > SAFETENSORS_MAX_HEADER_BYTES:
+        raise HeaderError(f"Cannot read '{origin}': safetensors header length {n} is larger than the "
+                          f"{SAFETENSORS_MAX_HEADER_BYTES}-byte maximum.", origin)
+    if size is not None and n > size - 8:
+        raise HeaderError(f"Cannot read '{origin}': header claims {n} bytes but the file has only "
+                          f"{size - 8} after the length prefix (truncated).", origin)
+    return n
+
+
 def read_header(path: str | Path) -> list[RawTensor]:
     """Read and validate one local .safetensors file's header (at most 8 + 25 MB read).
 
@@ -106,17 +128,7 @@ def read_header(path: str | Path) -> list[RawTensor]:
     try:
         size = p.stat().st_size
         with p.open("rb") as fh:
-            prefix = fh.read(8)
-            if len(prefix) < 8:
-                raise HeaderError(f"Cannot read '{p}': {size} bytes is too short for a safetensors file "
-                                  f"(expected an 8-byte header length).", p)
-            (n,) = struct.unpack("<Q", prefix)
-            if n > SAFETENSORS_MAX_HEADER_BYTES:
-                raise HeaderError(f"Cannot read '{p}': safetensors header length {n} is larger than the "
-                                  f"{SAFETENSORS_MAX_HEADER_BYTES}-byte maximum.", p)
-            if n > size - 8:
-                raise HeaderError(f"Cannot read '{p}': header claims {n} bytes but the file has only "
-                                  f"{size - 8} after the length prefix (truncated).", p)
+            n = header_length(fh.read(8), size, str(p))
             data = fh.read(n)
     except OSError as e:
         raise HeaderError(f"Cannot read '{p}': {e.strerror or e}.", p) from e

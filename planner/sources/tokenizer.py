@@ -50,6 +50,8 @@ _CLASS_TYPES = (("llama", "SPM"), ("gemma", "SPM"), ("mistral", "SPM"), ("t5", "
                 ("xlnet", "UGM"), ("bert", "WPM"), ("mpnet", "WPM"), ("qwen", "BPE"), ("gpt2", "BPE"),
                 ("gptneox", "BPE"), ("roberta", "BPE"), ("bloom", "BPE"), ("codegen", "BPE"))
 _SPECIAL_TYPES = ("bos", "eos", "unk", "pad", "cls", "sep")
+# Ids without a token tolerated below the largest id beyond one per token present (real files: a few).
+MAX_TOKENIZER_GAPS = 4096
 
 
 class ConfigFacts(NamedTuple):
@@ -198,7 +200,7 @@ def _read_bounded(path: Path, *, what: str) -> bytes:
             raise ConfigError(f"Cannot read {what} '{path}': {size} bytes is larger than the {max_bytes}-byte "
                               f"limit for this kind of file.", path)
         with path.open("rb") as fh:
-            return fh.read(max_bytes + 1)
+            return fh.read(size + 1)  # read(n) allocates n bytes up front: ask for the size, not the cap
     except OSError as e:
         raise ConfigError(f"Cannot read {what} '{path}': {e.strerror or e}.", path) from e
 
@@ -351,6 +353,12 @@ def _build_table(kind: str, vocab: Mapping[str, int], added_tokens: Any, origin:
         if a.get("special"):
             special.append((a["id"], a["content"]))
     size = max(by_id) + 1 if by_id else 0
+    # The table is sized by the largest id, which costs the file one number: bound the unused ids
+    # by the ids actually present, so a 60-byte file cannot claim a 16M-entry table.
+    max_gaps = max(len(by_id), MAX_TOKENIZER_GAPS)
+    if size - len(by_id) > max_gaps:
+        raise _bad(origin, "ids", f"at most {max_gaps} ids without a token below the largest id",
+                   f"{size - len(by_id)} unused ids below id {size - 1}")
     table: list[str | None] = [None] * size
     for tid, tok in by_id.items():
         table[tid] = tok

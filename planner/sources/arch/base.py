@@ -269,25 +269,32 @@ class Tensors:
         return conv_dim, v_heads * k_dim * v_dim
 
 
-def vision_tower(t: Tensors, vc: dict, text_hidden: int) -> str | None:
+def vision_tower(t: Tensors, vc: dict, text_hidden: int, *, origin: str = "config.json") -> str | None:
     """ViT-style vision tower (SigLIP, Qwen-VL) from `vision_config`, plus a projector.
 
     Counted as resident weights (DESIGN: multimodal towers stay loaded). Shapes follow
     SigLIP: patch conv, position table, per block LN1/qkv/o/LN2/fc1/fc2 with biases.
     Returns a note, since projector details vary by family (approximated as one linear).
+
+    Raises:
+        ConfigError: a size is implausible (the block loop runs `depth` times: it must be bounded).
     """
-    def get(*keys: str, default: int = 0) -> int:
+    def get(*keys: str, default: int = 0, bound: int = MAX_HIDDEN) -> int:
         for k in keys:
             v = vc.get(k)
-            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
-                return v
             if isinstance(v, list) and v and isinstance(v[0], int):
-                return v[0]
+                v = v[0]
+            if isinstance(v, int) and not isinstance(v, bool) and v > 0:
+                if v > bound:
+                    raise ConfigError(f"Cannot size the vision tower from '{origin}': key 'vision_config.{k}' "
+                                      f"must be between 1 and {bound} (got {v!r:.40}).", origin,
+                                      key=f"vision_config.{k}")
+                return v
         return default
 
     h = get("hidden_size", "embed_dim", default=768)
-    inter = get("intermediate_size", default=4 * h)
-    depth = get("num_hidden_layers", "depth", default=12)
+    inter = get("intermediate_size", default=4 * h, bound=MAX_HIDDEN * 8)
+    depth = get("num_hidden_layers", "depth", default=12, bound=MAX_LAYERS)
     patch = get("patch_size", default=16)
     chans = get("num_channels", "in_channels", default=3)
     temporal = get("temporal_patch_size", default=1)
