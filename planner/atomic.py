@@ -19,17 +19,23 @@ from .errors import UsageError
 def atomic_write(path: str | Path, data: str | bytes, *, inputs: Iterable[str | Path] = ()) -> Path:
     """Write `data` to `path` via a temp file + rename.
 
+    An input may be a directory (a model folder): then no file already inside it is overwritten.
+
     Raises:
-        UsageError: `path` is one of `inputs`, a directory, or cannot be written.
+        UsageError: `path` is one of `inputs` or an existing file inside an input directory, is a
+            directory, or cannot be written.
     """
     p = Path(path)
     target = p.resolve()
     for i in inputs:
         try:
-            if Path(i).resolve() == target:
-                raise UsageError(f"Cannot write '{p}': it is also an input of this command. Choose another --out.")
-        except OSError:
+            src = Path(i).resolve()
+            inside = src.is_dir() and target.exists() and target.is_relative_to(src)
+        except (OSError, ValueError):
             continue
+        if src == target or inside:
+            where = "also an input" if src == target else f"a file of the input directory '{i}'"
+            raise UsageError(f"Cannot write '{p}': it is {where} of this command. Choose another --out.")
     if p.is_dir():
         raise UsageError(f"Cannot write '{p}': it is a directory (expected a file path).")
     raw = data.encode() if isinstance(data, str) else data

@@ -23,6 +23,7 @@ from .errors import MachineError, PlannerError, UsageError
 from .machine import Machine
 from .memory import Settings
 from .spec import ModelSpec
+from .speed import Costs
 
 # KV cache types worth trying per engine, unquantised first (quantised KV is not lossless).
 KV_OPTIONS = {"vllm": ("auto", "fp8"), "sglang": ("auto", "fp8"), "llama.cpp": ("f16", "q8_0"),
@@ -40,16 +41,6 @@ QUANT_KV_MARGIN = 1.02
 # A draft whose base/instruct style differs from the target's (chat template, tuning) must beat a
 # matching one by this factor: the acceptance priors do not see the mismatch, pairing advice does.
 STYLE_MARGIN = 1.02
-
-
-@dataclass(frozen=True)
-class Costs:
-    """t_v(1..n) of the target, t_d of one draft step, per-round overhead; and where they came from."""
-
-    verify_s: tuple[float, ...]
-    draft_s: float
-    overhead_s: float
-    source: str
 
 
 @dataclass(frozen=True)

@@ -238,6 +238,18 @@ def faster_reason(verify_s: Sequence[float], draft_s: float, alpha: Alpha, overh
             f"{_alpha_text(alpha)})")
 
 
+@dataclass(frozen=True)
+class Costs:
+    """What predict() needs besides acceptance: t_v(1..n), t_d, t_o, and where they came from
+    (a probe profile, a roofline, or the bench's own measurement)."""
+
+    verify_s: tuple[float, ...]
+    draft_s: float
+    overhead_s: float = 0.0
+    source: str = "given"
+    context: int | None = None
+
+
 # --- the composed answer ---------------------------------------------------------
 
 @dataclass(frozen=True)

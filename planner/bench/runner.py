@@ -19,19 +19,10 @@ from typing import Any
 
 from .. import acceptance as acc
 from .. import speed
+from ..speed import Costs
 from .decode import DecodeResult, Stepper, StepRecord, speculative_decode, target_decode
 
 MakeStepper = Callable[[], Stepper]
-
-
-@dataclass(frozen=True)
-class Costs:
-    """Measured on the bench's own steppers: t_v(1..K+1), t_d, t_o (rollback + acceptance bookkeeping)."""
-
-    verify_s: tuple[float, ...]
-    draft_s: float
-    overhead_s: float
-    context: int
 
 
 @dataclass(frozen=True)
@@ -52,51 +43,47 @@ class BenchResult:
     notes: tuple[str, ...] = field(default_factory=tuple)
 
 
-def _timed(fn: Callable[[], object], after: Callable[[], object], sync: Callable[[], None], *, repeats: int,
-           warmup: int, clock: Callable[[], float] = time.perf_counter) -> float:
-    """Median seconds of fn() over `repeats` (after `warmup` untimed calls); after() runs untimed each time."""
-    times = []
-    for i in range(warmup + repeats):
-        sync()
-        t0 = clock()
-        fn()
-        sync()
-        if i >= warmup:
-            times.append(clock() - t0)
-        after()
-    return statistics.median(times)
-
-
 def measure_costs(target: Stepper, draft: Stepper, prefix: Sequence[int], *, k_max: int, vocab_probe: Sequence[int],
-                  sync: Callable[[], None] = lambda: None, repeats: int = 5, warmup: int = 1,
+                  sync: Callable[[], None] = lambda: None, repeats: int = 5, warmup: int = 2,
                   clock: Callable[[], float] = time.perf_counter) -> Costs:
     """t_v(n) for n = 1..k_max+1 and t_d on a prefix of `len(prefix)` tokens; t_o = both rollbacks.
 
-    `vocab_probe` supplies the token ids fed (any k_max+1 valid ids)."""
+    Round-robin: each repeat times every point once, in turn, so slow drifts (allocator warm-up,
+    frequency, other load) hit all points alike and the ratios t_v(n)/t_v(1), t_d/t_v(1) the speed
+    model depends on stay unbiased. `vocab_probe` supplies the token ids fed (k_max+1 valid ids).
+    """
     target.forward(list(prefix))
     draft.forward(list(prefix))
     toks = list(vocab_probe)[: k_max + 1]
-    verify = []
-    for n in range(1, k_max + 2):
-        verify.append(_timed(lambda n=n: target.forward(toks[:n]), lambda n=n: target.rollback(n), sync,
-                             repeats=repeats, warmup=warmup, clock=clock))
-    t_d = _timed(lambda: draft.forward(toks[:1]), lambda: draft.rollback(1), sync, repeats=repeats, warmup=warmup,
-                 clock=clock)
+    km1 = max(k_max - 1, 1)
 
     def fill() -> None:
         target.forward(toks[:k_max])
-        draft.forward(toks[: max(k_max - 1, 1)])
+        draft.forward(toks[:km1])
 
     def rollback() -> None:
         target.rollback(k_max)
-        draft.rollback(max(k_max - 1, 1))
+        draft.rollback(km1)
 
-    fill()
-    t_o = _timed(rollback, fill, sync, repeats=repeats, warmup=warmup, clock=clock)
-    rollback_all = target.length() - len(prefix), draft.length() - len(prefix)
-    target.rollback(rollback_all[0])
-    draft.rollback(rollback_all[1])
-    return Costs(verify_s=tuple(verify), draft_s=t_d, overhead_s=t_o, context=len(prefix))
+    points: list[tuple[Callable[[], object], Callable[[], object], Callable[[], object]]] = [
+        (lambda n=n: None, lambda n=n: target.forward(toks[:n]), lambda n=n: target.rollback(n))
+        for n in range(1, k_max + 2)]
+    points.append((lambda: None, lambda: draft.forward(toks[:1]), lambda: draft.rollback(1)))
+    points.append((fill, rollback, lambda: None))  # t_o: the rollbacks of one round
+    samples: list[list[float]] = [[] for _ in points]
+    for i in range(warmup + repeats):
+        for j, (before, fn, after) in enumerate(points):
+            before()
+            sync()
+            t0 = clock()
+            fn()
+            sync()
+            if i >= warmup:
+                samples[j].append(clock() - t0)
+            after()
+    med = [statistics.median(x) for x in samples]
+    return Costs(verify_s=tuple(med[: k_max + 1]), draft_s=med[k_max + 1], overhead_s=med[k_max + 2],
+                 source="measured on the bench's models (round-robin, median)", context=len(prefix))
 
 
 def histogram(records: Sequence[StepRecord], k: int) -> tuple[int, ...]:

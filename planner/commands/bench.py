@@ -19,6 +19,8 @@ TempOpt = Annotated[float, typer.Option("--temperature", help="0 = greedy (outpu
                                         min=0)]
 DeviceOpt = Annotated[str, typer.Option("--device", help="cpu | cuda | mps | auto.")]
 DtypeOpt = Annotated[str, typer.Option("--dtype", help="f32 | bf16 | f16 (compute dtype of both models).")]
+ClockOpt = Annotated[str, typer.Option("--clock", help="wall | thread (CPU time of one torch thread: immune to "
+                                                       "other processes on a shared machine; CPU only).")]
 
 
 @app.command()
@@ -33,6 +35,7 @@ def bench(
     temperature: TempOpt = 0.0,
     device: DeviceOpt = "cpu",
     dtype: DtypeOpt = "f32",
+    clock: ClockOpt = "wall",
     as_json: JsonOpt = False,
 ) -> None:
     """Measure baseline and speculative tokens/s on the same prompts, acceptance in every convention,
@@ -45,6 +48,8 @@ def bench(
       planner bench ./smollm2-360m --draft ./smollm2-135m --k auto --tokens 64
       planner bench .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --draft .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --json
     """
+    import time
+
     from ..bench.decode import HFStepper
     from ..bench.models import encode_prompts, load_model
     from ..bench.runner import choose_k, result_json, run_pair
@@ -54,6 +59,15 @@ def bench(
     from ..probe.timing import sync as device_sync
 
     dev = resolve_device(device)
+    if clock not in ("wall", "thread"):
+        raise UsageError(f"Cannot use --clock '{clock}' (expected wall or thread).")
+    if clock == "thread":
+        if dev != "cpu":
+            raise UsageError(f"Cannot use --clock thread on '{dev}' (expected --device cpu).")
+        import torch
+
+        torch.set_num_threads(1)
+    clock_fn = time.thread_time if clock == "thread" else time.perf_counter
     dt = {"f32": "F32", "fp32": "F32", "bf16": "BF16", "f16": "F16", "fp16": "F16"}.get(dtype.lower())
     if dt is None:
         raise UsageError(f"Cannot bench with --dtype '{dtype}' (expected f32, bf16 or f16).")
@@ -81,7 +95,7 @@ def bench(
         if not 1 <= kk <= 32:
             raise UsageError(f"Cannot use --k {kk} (expected 1..32).")
     res = run_pair(make_target, make_draft, ids, k=kk, tokens=tokens, temperature=temperature, repeats=repeats,
-                   sync=sync)
+                   sync=sync, clock=clock_fn)
     if as_json:
         emit(result_json(res))
     else:

@@ -146,6 +146,18 @@ class ArchSpec:
     defaults_used: tuple[str, ...] = ()
 
 
+def finish(args: Any, t: Tensors, layers: list[LayerSpec], *, dtype_known: bool, moe: MoESpec | None = None,
+           notes: list[str] | tuple[str, ...] = (), **extra: Any) -> ArchSpec:
+    """The ArchSpec every architecture returns: its standard config keys plus the layers and tensors built."""
+    bos = token_ids(args.bos_token_id)
+    notes = [*notes, *([] if dtype_known else ["config has no torch_dtype/dtype: weights assumed bf16"])]
+    return ArchSpec(layers=tuple(layers), hidden=args.hidden_size, intermediate=args.intermediate_size,
+                    vocab=args.vocab_size, tied=args.tie_word_embeddings, max_context=args.max_position_embeddings,
+                    dtype=t.dtype, tensors=tuple(t.items), moe=moe, bos_token_id=bos[0] if bos else None,
+                    eos_token_ids=token_ids(args.eos_token_id), notes=tuple(notes),
+                    defaults_used=args.defaults_used, **extra)
+
+
 def config_dtype(args: BaseArgs) -> tuple[str, bool]:
     """Storage format of the weights per config (`torch_dtype`/`dtype`); BF16 assumed if absent."""
     raw = args.torch_dtype

@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...spec import FULL, SLIDING, LayerSpec, MoESpec
-from .base import ArchSpec, BaseArgs, Tensors, config_dtype, require_positive, token_ids
+from .base import ArchSpec, BaseArgs, Tensors, config_dtype, finish, require_positive
 
 
 @dataclass
@@ -151,11 +151,4 @@ def build(args: DecoderArgs, style: Style, *, origin: str = "config.json") -> Ar
                                 window=window if kind != FULL else None,
                                 ffn="moe" if sparse else "dense",
                                 ffn_width=moe.expert_intermediate if sparse else args.intermediate_size))
-    if not dtype_known:
-        notes.append("config has no torch_dtype/dtype: weights assumed bf16")
-    bos = token_ids(args.bos_token_id)
-    return ArchSpec(layers=tuple(layers), hidden=h, intermediate=args.intermediate_size, vocab=args.vocab_size,
-                    tied=args.tie_word_embeddings, max_context=args.max_position_embeddings, dtype=dtype,
-                    tensors=tuple(t.items), moe=moe, bos_token_id=bos[0] if bos else None,
-                    eos_token_ids=token_ids(args.eos_token_id), llamacpp_swa=style.llamacpp_swa,
-                    notes=tuple(notes), defaults_used=args.defaults_used)
+    return finish(args, t, layers, dtype_known=dtype_known, moe=moe, notes=notes, llamacpp_swa=style.llamacpp_swa)

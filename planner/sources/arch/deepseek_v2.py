@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...spec import MLA, LayerSpec, MoESpec
-from .base import ArchSpec, BaseArgs, Tensors, config_dtype, require_positive, token_ids
+from .base import ArchSpec, BaseArgs, Tensors, config_dtype, finish, require_positive
 
 
 @dataclass
@@ -91,11 +91,4 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
     notes = []
     if args.num_nextn_predict_layers:
         notes.append(f"{args.num_nextn_predict_layers} MTP layer(s) not counted: loaded only for MTP speculation")
-    if not known:
-        notes.append("config has no torch_dtype/dtype: weights assumed bf16")
-    bos = token_ids(args.bos_token_id)
-    return ArchSpec(layers=tuple(layers), hidden=h, intermediate=args.intermediate_size, vocab=args.vocab_size,
-                    tied=args.tie_word_embeddings, max_context=args.max_position_embeddings, dtype=dtype,
-                    tensors=tuple(t.items), moe=moe, bos_token_id=bos[0] if bos else None,
-                    eos_token_ids=token_ids(args.eos_token_id), notes=tuple(notes),
-                    defaults_used=args.defaults_used)
+    return finish(args, t, layers, dtype_known=known, moe=moe, notes=notes)

@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...spec import FULL, LayerSpec
-from .base import ArchSpec, BaseArgs, Tensors, config_dtype, require_positive, token_ids
+from .base import ArchSpec, BaseArgs, Tensors, config_dtype, finish, require_positive
 
 
 @dataclass
@@ -73,11 +73,4 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
         layers.append(LayerSpec(attention=FULL, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd,
                                 recurrent="mamba2", conv_dim=conv_dim, conv_kernel=args.mamba_d_conv,
                                 recurrent_state_elems=state, ffn="dense", ffn_width=args.intermediate_size))
-    if not known:
-        notes.append("config has no torch_dtype/dtype: weights assumed bf16")
-    bos = token_ids(args.bos_token_id)
-    return ArchSpec(layers=tuple(layers), hidden=h, intermediate=args.intermediate_size, vocab=args.vocab_size,
-                    tied=args.tie_word_embeddings, max_context=args.max_position_embeddings, dtype=dtype,
-                    tensors=tuple(t.items), bos_token_id=bos[0] if bos else None,
-                    eos_token_ids=token_ids(args.eos_token_id), notes=tuple(notes),
-                    defaults_used=args.defaults_used)
+    return finish(args, t, layers, dtype_known=known, notes=notes)

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...spec import SLIDING, LayerSpec, MoESpec
-from .base import ArchSpec, Tensors, config_dtype, require_positive, token_ids
+from .base import ArchSpec, Tensors, config_dtype, finish, require_positive
 from .decoder import DecoderArgs, Style, layer_kinds
 
 
@@ -53,11 +53,4 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
         layers.append(LayerSpec(attention=kind, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd,
                                 window=args.sliding_window if kind == SLIDING else None, ffn="moe",
                                 ffn_width=args.intermediate_size))
-    if not known:
-        notes.append("config has no torch_dtype/dtype: non-expert weights assumed bf16")
-    bos = token_ids(args.bos_token_id)
-    return ArchSpec(layers=tuple(layers), hidden=h, intermediate=args.intermediate_size, vocab=args.vocab_size,
-                    tied=args.tie_word_embeddings, max_context=args.max_position_embeddings, dtype=dtype,
-                    tensors=tuple(t.items), moe=moe, bos_token_id=bos[0] if bos else None,
-                    eos_token_ids=token_ids(args.eos_token_id), notes=tuple(notes),
-                    defaults_used=args.defaults_used)
+    return finish(args, t, layers, dtype_known=known, moe=moe, notes=notes)

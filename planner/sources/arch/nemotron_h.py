@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from ...errors import ConfigError
 from ...spec import FULL, NONE, LayerSpec, MoESpec
-from .base import ArchSpec, BaseArgs, Tensors, config_dtype, require_positive, token_ids
+from .base import ArchSpec, BaseArgs, Tensors, config_dtype, finish, require_positive
 
 _PATTERN = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}
 _TYPES = {"mamba": "mamba", "linear_attention": "mamba", "attention": "attention",
@@ -104,10 +104,5 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
             t.mlp(m, h, args.intermediate_size, gated=False, bias=args.mlp_bias)
             layers.append(LayerSpec(attention=NONE, ffn="dense", ffn_width=args.intermediate_size))
     has_moe = "moe" in kinds
-    notes = [] if known else ["config has no torch_dtype/dtype: weights assumed bf16"]
-    bos = token_ids(args.bos_token_id)
-    return ArchSpec(layers=tuple(layers), hidden=h, intermediate=args.intermediate_size, vocab=args.vocab_size,
-                    tied=args.tie_word_embeddings, max_context=args.max_position_embeddings, dtype=dtype,
-                    tensors=tuple(t.items), moe=moe if has_moe else None, bos_token_id=bos[0] if bos else None,
-                    eos_token_ids=token_ids(args.eos_token_id), state_dtype=args.mamba_ssm_cache_dtype,
-                    notes=tuple(notes), defaults_used=args.defaults_used)
+    return finish(args, t, layers, dtype_known=known, moe=moe if has_moe else None,
+                  state_dtype=args.mamba_ssm_cache_dtype)

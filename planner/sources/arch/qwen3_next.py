@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...spec import FULL, NONE, LayerSpec, MoESpec
-from .base import ArchSpec, Tensors, config_dtype, require_positive, token_ids
+from .base import ArchSpec, Tensors, config_dtype, finish, require_positive
 from .decoder import DecoderArgs, is_moe_layer
 
 
@@ -88,10 +88,4 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
                                     q_heads=args.linear_num_value_heads, **ffn))
         else:
             layers.append(LayerSpec(attention=FULL, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd, **ffn))
-    notes = [] if known else ["config has no torch_dtype/dtype: weights assumed bf16"]
-    bos = token_ids(args.bos_token_id)
-    return ArchSpec(layers=tuple(layers), hidden=h, intermediate=args.intermediate_size, vocab=args.vocab_size,
-                    tied=args.tie_word_embeddings, max_context=args.max_position_embeddings, dtype=dtype,
-                    tensors=tuple(t.items), moe=moe, bos_token_id=bos[0] if bos else None,
-                    eos_token_ids=token_ids(args.eos_token_id), state_dtype=args.mamba_ssm_dtype,
-                    notes=tuple(notes), defaults_used=args.defaults_used)
+    return finish(args, t, layers, dtype_known=known, moe=moe, state_dtype=args.mamba_ssm_dtype)
