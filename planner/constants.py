@@ -181,6 +181,10 @@ PROBE_BUDGET_S = {"cpu": 60.0, "cuda": 120.0, "mps": 120.0}
 # plus a fixed reserve (allocator slack, the torch CUDA context, the OS).
 PROBE_MEMORY_FRACTION = 0.85
 PROBE_MEMORY_RESERVE_BYTES = 512 * MiB
+# Plausible time of one forward (imported or read from a profile): below a nanosecond no device runs a
+# layer, above ~3 hours it is no decode step; outside, ratios of times underflow or overflow to inf.
+PROBE_MIN_STEP_S = 1e-9
+PROBE_MAX_STEP_S = 1e4
 # Repeats per timed point (median taken) and untimed warm-up calls before them.
 PROBE_REPEATS = 7
 PROBE_WARMUP = 2

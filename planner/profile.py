@@ -369,8 +369,10 @@ class _Reader:
 
 
 def _curve_from(r: _Reader, d: Mapping, path: str, *, need_verify: bool) -> ModelCurve:
-    verify = r.numbers(d, "verify_s", path, default=None if need_verify else ())
-    step = r.number(d, "step_s", path, strict_lo=True, optional=bool(verify))
+    # times within [PROBE_MIN_STEP_S, PROBE_MAX_STEP_S]: 1e-300 or 1e300 would overflow every ratio to inf
+    lo, hi = constants.PROBE_MIN_STEP_S, constants.PROBE_MAX_STEP_S
+    verify = r.numbers(d, "verify_s", path, lo=lo, hi=hi, strict_lo=False, default=None if need_verify else ())
+    step = r.number(d, "step_s", path, lo=lo, hi=hi, optional=bool(verify))
     if step is None:
         step = verify[0]
     if not verify:
@@ -379,7 +381,7 @@ def _curve_from(r: _Reader, d: Mapping, path: str, *, need_verify: bool) -> Mode
                                                default=()))
     return ModelCurve(id=r.text(d, "id", path), verify_s=verify, step_s=step,
                       method=r.text(d, "method", path, default="unknown"), measured_n=measured,
-                      rollback_s=r.number(d, "rollback_s", path, optional=True) or 0.0,
+                      rollback_s=r.number(d, "rollback_s", path, hi=hi, optional=True) or 0.0,
                       layers_timed=r.integer(d, "layers_timed", path, optional=True),
                       layers_total=r.integer(d, "layers_total", path, optional=True),
                       notes=r.texts(d, "notes", path))
@@ -437,10 +439,11 @@ def profile_from_json(data: Any, origin: str = "<profile>") -> Profile:
     return Profile(device=r.text(data, "device"), device_name=r.text(data, "device_name", default="unknown"),
                    backend=r.text(data, "backend"), dtype=r.text(data, "dtype"),
                    context=r.integer(data, "context", lo=0), target=target, draft=draft,
-                   overhead_s=r.number(data, "overhead_s"),
+                   overhead_s=r.number(data, "overhead_s", hi=constants.PROBE_MAX_STEP_S),
                    acceptance=_acceptance_from(r, acc) if acc is not None else None,
                    diagnosis=tuple(findings),
-                   overhead_parts={str(k): r.number(parts, k, "overhead_parts.") for k in parts},
+                   overhead_parts={str(k): r.number(parts, k, "overhead_parts.", hi=constants.PROBE_MAX_STEP_S)
+                                   for k in parts},
                    versions={str(k): v for k, v in versions.items()},
                    timestamp=r.text(data, "timestamp", default="unknown"),
                    budget_s=r.number(data, "budget_s", optional=True),

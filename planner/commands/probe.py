@@ -164,7 +164,7 @@ def probe_cmd(
 
     ctx = parse_tokens(context)
     inputs: list[Path] = [*(import_files or []), *([import_draft] if import_draft else []),
-                          *([prompts] if prompts else [])]
+                          *([prompts] if prompts else []), *(Path(r) for r in (target, draft) if r)]
     if import_files:
         prof, msgs = _imported(list(import_files), import_draft, target, draft, ctx)
     else:

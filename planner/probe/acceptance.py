@@ -147,12 +147,9 @@ def summarize(kinds: Sequence[str], alphas: Sequence[Sequence[float]], greedy: S
 # --- measurement (torch, transformers) ---------------------------------------------------
 
 def _encode(tokenizer: Any, prompt: Prompt) -> list[int]:
-    if prompt.kind == "chat" and getattr(tokenizer, "chat_template", None):
-        ids = tokenizer.apply_chat_template([{"role": "user", "content": prompt.text}], add_generation_prompt=True,
-                                            tokenize=True)
-        ids = ids["input_ids"] if isinstance(ids, dict) or hasattr(ids, "keys") else ids
-    else:
-        ids = tokenizer(prompt.text)["input_ids"]
+    # The repository's chat template is a Jinja program from a stranger: it is hashed, never rendered
+    # (docs/security.md), so chat prompts are encoded as plain text like every other kind.
+    ids = tokenizer(prompt.text)["input_ids"]
     return list(ids)[-MAX_PROMPT_TOKENS:]
 
 

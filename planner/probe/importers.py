@@ -206,7 +206,10 @@ def parse_json(text: str, origin: str) -> list[Point]:
 
 def parse_csv(text: str, origin: str) -> list[Point]:
     """llama-bench `-o csv`, or a plain CSV of n,seconds (header optional)."""
-    rows = list(csv.reader(io.StringIO(text)))[: MAX_ROWS + 1]
+    try:
+        rows = list(csv.reader(io.StringIO(text, newline="")))[: MAX_ROWS + 1]
+    except csv.Error as e:  # a lone \r inside a field, a field over csv.field_size_limit()
+        raise _err(origin, "it is not readable CSV", "n,seconds rows or llama-bench -o csv", str(e)[:60]) from e
     rows = [r for r in rows if any(c.strip() for c in r)]
     if not rows:
         raise _err(origin, "the file is empty", "CSV rows", 0)
@@ -271,8 +274,8 @@ def _tool(points: Sequence[Point], fmt: str) -> str:
 def _run(model: str, pts: list[Point], tool: str, origin: str) -> ImportedRun | None:
     depth = pts[0].depth
     notes = [f"imported from '{origin}' ({tool}), KV depth {depth}"]
-    curve = {p.n: p.seconds for p in pts if p.kind in ("pp", "pl") and p.n <= MAX_N}
-    tg = [p for p in pts if p.kind == "tg"]
+    curve = {p.n: p.seconds for p in pts if p.kind in ("pp", "pl") and 1 <= p.n <= MAX_N}
+    tg = [p for p in pts if p.kind == "tg" and p.n >= 1]  # tg0 / pp0 time nothing
     if 1 not in curve and tg:
         curve[1] = min(p.seconds / p.n for p in tg)
         notes.append("t_v(1) from the tg test (decode step, sampling excluded by llama-bench)")
@@ -281,10 +284,11 @@ def _run(model: str, pts: list[Point], tool: str, origin: str) -> ImportedRun | 
     if tool == "llama-batched-bench":
         notes.append("proxy: t_v(n) taken from one decode step of n sequences (n KV caches, not one sequence "
                      "of n tokens); it overestimates attention at long contexts")
-    bad = [n for n, t in curve.items() if not (math.isfinite(t) and t > 0)]
-    if bad:  # inf/NaN or an underflow to 0 would divide by zero in every ratio downstream
-        raise _err(origin, f"the time of n = {bad[0]} is not a positive finite number of seconds", "> 0",
-                   curve[bad[0]])
+    lo, hi = constants.PROBE_MIN_STEP_S, constants.PROBE_MAX_STEP_S
+    bad = [n for n, t in curve.items() if not lo <= t <= hi]
+    if bad:  # 0 (an underflow) divides every ratio downstream; 1e308 overflows them to inf
+        raise _err(origin, f"the time of n = {bad[0]} is not a plausible number of seconds",
+                   f"{lo:g} to {hi:g} s for one forward", curve[bad[0]])
     verify, measured = interpolate(curve)
     if len(measured) < len(verify):
         notes.append(f"measured at n = {', '.join(map(str, measured))}; other n interpolated linearly")
@@ -292,7 +296,7 @@ def _run(model: str, pts: list[Point], tool: str, origin: str) -> ImportedRun | 
         notes.append("only t_v(1) present: run 'llama-bench -p 1,2,3,4,5,6,7,8,9 -n 0' for the verify curve")
     meta = dict(pts[0].meta)
     size = meta.get("model_size")
-    mtype = meta.get("model_type", model)
+    mtype = meta.get("model_type", model)[:200]  # "qwen2 7B Q4_K - Medium"; the regex below is quadratic in length
     q = re.search(r"\d+(?:\.\d+)?[BMK]\s+(.+)$", mtype)
     return ImportedRun(model=model, verify_s=verify, measured_n=measured, tool=tool, depth=depth,
                        backend=meta.get("backends") or meta.get("backend"),

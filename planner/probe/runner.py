@@ -17,6 +17,7 @@ import contextlib
 import gc
 import importlib.metadata
 import platform
+import sys
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, replace
@@ -450,9 +451,54 @@ def _finish(tcurve: ModelCurve, dcurve: ModelCurve | None, *, vocab: int, st: Pr
                           f"{st.repeats} after {st.warmup} warm-up{threads}", *notes))
 
 
+def is_out_of_memory(e: BaseException) -> bool:
+    """torch.OutOfMemoryError (CUDA/MPS allocators), MemoryError, or a RuntimeError saying so (CPU allocator)."""
+    torch = sys.modules.get("torch")
+    oom = getattr(torch, "OutOfMemoryError", None) if torch is not None else None
+    if (oom is not None and isinstance(e, oom)) or isinstance(e, MemoryError):
+        return True
+    text = str(e).lower()
+    return isinstance(e, RuntimeError) and ("out of memory" in text or "can't allocate memory" in text)
+
+
+def _release_memory() -> None:
+    """Return cached device memory after a failed allocation (tensors are gone with the failed frames)."""
+    gc.collect()
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    mps = getattr(torch, "mps", None)
+    if mps is not None and hasattr(mps, "empty_cache") and torch.backends.mps.is_available():
+        mps.empty_cache()
+
+
+def _oom_guarded(run: Callable[[], Profile], st: ProbeSettings) -> Profile:
+    """Run a probe; an out-of-memory error becomes one UsageError line, with the memory given back.
+
+    The report is raised outside the except block, so neither the traceback nor the chained error
+    keeps the failed frames (and their tensors) alive.
+    """
+    try:
+        return run()
+    except BaseException as e:
+        if not is_out_of_memory(e):
+            raise
+        reason = (str(e).strip().split("\n", 1)[0] or type(e).__name__)[:160]
+        e.__traceback__ = None
+    _release_memory()
+    raise UsageError(f"Cannot probe on '{st.device}': the device ran out of memory although the probe had "
+                     f"checked its free memory first ({reason}). Lower --context or --max-k, use --dtype bf16 or "
+                     f"f16, or free memory held by other programs.")
+
+
 def run_synthetic(target: ModelSpec, draft: ModelSpec | None, st: ProbeSettings, *,
                   progress: Progress | None = None) -> Profile:
     """The synthetic probe of a target (and draft) on this machine, within the budget.
+
+    Memory is checked before anything is allocated; if the device still runs out (another process
+    took memory, an estimate was short), the error is reported and the memory released.
 
     Args:
         target: the target's spec (t_v(n) for n = 1..max_k+1).
@@ -465,8 +511,13 @@ def run_synthetic(target: ModelSpec, draft: ModelSpec | None, st: ProbeSettings,
 
     Raises:
         TorchUnavailable: torch is not installed.
-        UsageError: bad device/dtype, or a model that does not fit even one layer.
+        UsageError: bad device/dtype, a model that does not fit even one layer, or out of memory.
     """
+    return _oom_guarded(lambda: _run_synthetic(target, draft, st, progress=progress), st)
+
+
+def _run_synthetic(target: ModelSpec, draft: ModelSpec | None, st: ProbeSettings, *,
+                   progress: Progress | None) -> Profile:
     device, budget, dl = _start(st)
     share = 0.6 if draft is not None else 0.9
     with cpu_threads(st.threads):
@@ -497,9 +548,16 @@ def run_real(target_dir: str, target: ModelSpec, draft_dir: str | None, draft: M
         progress: called with (message, fraction done).
 
     Raises:
-        TorchUnavailable, UsageError (not local safetensors, does not fit, prefill over budget),
-        IncompatiblePair (the draft tokenizes the prompts differently).
+        TorchUnavailable, UsageError (not local safetensors, does not fit, out of memory, prefill over
+        budget), IncompatiblePair (the draft tokenizes the prompts differently).
     """
+    return _oom_guarded(lambda: _run_real(target_dir, target, draft_dir, draft, st, prompts=prompts,
+                                          max_new_tokens=max_new_tokens, progress=progress), st)
+
+
+def _run_real(target_dir: str, target: ModelSpec, draft_dir: str | None, draft: ModelSpec | None,
+              st: ProbeSettings, *, prompts: Sequence[Any], max_new_tokens: int,
+              progress: Progress | None) -> Profile:
     from .acceptance import measure_acceptance
     from .real import RealLM, load_causal_lm, real_bytes
 
