@@ -252,3 +252,11 @@ PAIR_DRAFT_TYPICAL_PARAMS = (400_000_000, 3_500_000_000)
 PAIR_DRAFT_RATIO_TYPICAL = 0.1
 PAIR_DRAFT_RATIO_WARN = 0.2
 PAIR_DRAFT_RATIO_MAX = 0.5
+
+# --- roofline on CPUs -----------------------------------------------------------------------
+# Share of a CPU's vector-FMA peak (catalog or detected estimate) that LLM matmuls reach when
+# verifying a few tokens. Measured on this project's 2-core Xeon with llama.cpp (llama-cpp-python
+# 0.3.36, one thread, docs/llamacpp.md): SmolLM2-135M Q4_1 verified 7 extra tokens in 91.3 ms =
+# 20.7 GFLOP/s, Gemma-3-270M Q4_K_M 36.9 GFLOP/s, against 89.6 GFLOP/s of AVX2 FMA at 2.8 GHz
+# (0.23 and 0.41). The lower figure is used: optimism about verification is the costly error.
+CPU_MATMUL_EFFICIENCY = 0.25

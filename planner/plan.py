@@ -19,6 +19,7 @@ from typing import Any
 
 from . import acceptance as acc
 from . import engines, fit, pairing, roofline, speed
+from .constants import CPU_MATMUL_EFFICIENCY
 from .errors import MachineError, PlannerError, UsageError
 from .machine import Machine
 from .memory import Settings
@@ -165,6 +166,7 @@ def catalog_candidates(target: ModelSpec, family: str | None) -> list[Candidate]
 
 def roofline_machine(machine: Machine, layout: fit.Layout) -> roofline.Roof:
     """Tensor parallelism reads each shard in parallel: aggregate bandwidth and FLOP/s of the tp ranks.
+    CPU peaks are derated by CPU_MATMUL_EFFICIENCY (measured llama.cpp throughput, constants.py).
 
     Raises:
         MachineError: the machine has no bandwidth figure (a --gpu-memory-only description).
@@ -174,7 +176,9 @@ def roofline_machine(machine: Machine, layout: fit.Layout) -> roofline.Roof:
                            f"Use --machine with a catalog name (planner machines list), --profile FILE from "
                            f"'planner probe', or --probe on this machine.")
     tp = layout.tp
-    flops = {k: (v * tp if v else v) for k, v in machine.peak_flops.items()}
+    # CPUs: LLM matmul kernels reach a fraction of the vector-FMA peak the catalog and detection give
+    eff = CPU_MATMUL_EFFICIENCY if machine.kind == "cpu" else 1.0
+    flops = {k: (v * tp * eff if v else v) for k, v in machine.peak_flops.items()}
     return roofline.Roof(bandwidth_bytes_per_s=machine.bandwidth_bytes_per_s * tp, peak_flops=flops,
                          name=machine.name)
 
@@ -251,7 +255,7 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
               costs_for: Any = None, given_acceptance: acc.Acceptance | None = None,
               measured_acceptance: dict[str, acc.Acceptance] | None = None, k_max: int = DEFAULT_K_MAX,
               kv_dtypes: Sequence[str] | None = None, utilization: float | None = None,
-              temperature: float = 0.0) -> Recommendation:
+              temperature: float = 0.0, weights_dtype: str | None = None) -> Recommendation:
     """Rank candidate drafts x KV dtype on `machine` and pick one, or none.
 
     Args:
@@ -261,13 +265,14 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
         costs_for: callable (draft spec, Settings) -> Costs (e.g. from a profile); default roofline.
         given_acceptance: --acceptance; measured_acceptance: draft id -> probe-measured acceptance.
         k_max: largest K considered; kv_dtypes: KV types to try (default KV_OPTIONS[engine]).
+        weights_dtype: re-size both models' weights (int4, q4_k, fp8, ...), as `planner memory`.
 
     Raises:
         MachineError: roofline needed but the machine has no bandwidth figure.
         UsageError: a layout the machine cannot hold.
     """
     layout = layout or fit.default_layout(machine.n_devices, engine)
-    base_s = Settings(context=context, batch=batch, engine=engine, spec_tokens=0)
+    base_s = Settings(context=context, batch=batch, engine=engine, spec_tokens=0, weights_dtype=weights_dtype)
     base = fit.evaluate(fit.Problem(target, machine, base_s, layout, utilization=utilization), context, batch)
     base_headroom = min(d.headroom_bytes for d in base)
     family, how = tokenizer_family(target)
@@ -307,6 +312,7 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
                                measured=(measured_acceptance or {}).get(cand.spec.id), tli=tli)
         for kv in kv_dtypes or KV_OPTIONS[engine]:
             s = Settings(context=context, batch=batch, engine=engine, kv_dtype=None if kv == "auto" else kv,
+                         weights_dtype=weights_dtype,
                          spec_tokens=k_max)
             problem = fit.Problem(target, machine, s, layout, draft=cand.spec, utilization=utilization)
             options.append(evaluate_option(problem, cand, verdict, tli, costs_for(cand.spec, s), alpha, k_max, kv,

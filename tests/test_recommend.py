@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import shlex
 
@@ -139,3 +140,27 @@ def test_tp_roofline_aggregates_bandwidth():
     r1 = P.roofline_machine(m, Layout(tp=1, pp=2))
     r2 = P.roofline_machine(m, Layout(tp=2, pp=1))
     assert r2.bandwidth_bytes_per_s == 2 * r1.bandwidth_bytes_per_s
+
+
+def test_cpu_roofline_derated_to_measured_matmul_efficiency():
+    from planner.constants import CPU_MATMUL_EFFICIENCY
+
+    m = get_machine("cpu-ryzen-7-5800x-32gb")
+    roof = P.roofline_machine(m, Layout())
+    assert roof.peak_flops["bf16"] == m.peak_flops["bf16"] * CPU_MATMUL_EFFICIENCY
+    assert roof.bandwidth_bytes_per_s == m.bandwidth_bytes_per_s
+    gpu = get_machine("rtx-4090")
+    assert P.roofline_machine(gpu, Layout()).peak_flops["bf16"] == gpu.peak_flops["bf16"]
+
+
+def test_quantised_target_on_cpu_verification_is_compute_bound():
+    # Q4_K weights on an 8-core CPU: verifying a few tokens is compute-bound (t_v(n) grows with n), so
+    # only K=1 can pay and longer drafts lose; on the catalog GPU the same pair is flat and K grows.
+    t = load_spec("qwen2.5-7b-instruct")
+    cpu = P.recommend(t, t.id, get_machine("cpu-ryzen-7-5800x-32gb"), engine="llama.cpp", context=4096,
+                      weights_dtype="q4_k")
+    curve = cpu.plans[0].prediction.speedup_by_k
+    assert cpu.plans[0].k == 1 and all(a > b for a, b in itertools.pairwise(curve))
+    assert curve[3] < 1.0  # K=4 is slower than plain decoding there
+    gpu = P.recommend(t, t.id, get_machine("rtx-4090"), engine="llama.cpp", context=4096, weights_dtype="q4_k")
+    assert gpu.plans[0].k > 1 and gpu.plans[0].prediction.verify_ratio < 1.1

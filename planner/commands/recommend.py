@@ -6,7 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli import ContextOpt, JsonOpt, ModelArg, RevisionOpt, app, emit, warn
+from ..cli import ContextOpt, JsonOpt, ModelArg, RevisionOpt, WeightsDtypeOpt, app, emit, warn
 from .fit import GpuMemoryOpt, GpusOpt, MachineOpt, PpOpt, TpOpt, UtilizationOpt
 from .memory import ParallelBatchOpt
 
@@ -57,6 +57,7 @@ def recommend(
     acceptance: AcceptanceOpt = None,
     kv_dtype: KvOpt = None,
     max_k: MaxKOpt = 8,
+    weights_dtype: WeightsDtypeOpt = None,
     temperature: TemperatureOpt = 0.0,
     revision: RevisionOpt = None,
     as_json: JsonOpt = False,
@@ -106,7 +107,8 @@ def recommend(
     ref = target if _is_path(target) else spec.id  # launch commands name the model, not our alias
     rec = P.recommend(spec, ref, m, engine=eng, context=ctx, batch=batch, layout=layout, candidates=cands,
                       costs_for=costs_for, given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
-                      kv_dtypes=[kv_dtype] if kv_dtype else None, utilization=utilization, temperature=temperature)
+                      kv_dtypes=[kv_dtype] if kv_dtype else None, utilization=utilization, temperature=temperature,
+                      weights_dtype=weights_dtype)
     if as_json:
         emit(recommendation_json(rec))
     else:
