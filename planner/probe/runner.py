@@ -153,13 +153,10 @@ def device_name(device: str) -> str:
         return torch.cuda.get_device_name(torch.device(device))
     if device.startswith("mps"):
         return f"Apple GPU (MPS, {platform.machine()})"
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
-            for line in fh.read(1 << 20).splitlines():
-                if line.startswith("model name"):
-                    return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
+    with contextlib.suppress(OSError), open("/proc/cpuinfo", encoding="utf-8", errors="replace") as fh:
+        for line in fh.read(1 << 20).splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
     return platform.processor() or platform.machine() or "unknown CPU"
 
 

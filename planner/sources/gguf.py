@@ -10,6 +10,7 @@ bytes per ggml block layout), KV layout follows llama.cpp.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import re
 from pathlib import Path
@@ -195,10 +196,8 @@ def _file_type(h: GGUFHeader, inv: WeightInventory) -> str | None:
     if isinstance(ft, int) and not isinstance(ft, bool):
         from gguf.constants import LlamaFileType
 
-        try:
+        with contextlib.suppress(ValueError):  # a file type newer than the gguf package: sized below
             return LlamaFileType(ft).name.removeprefix("MOSTLY_")
-        except ValueError:
-            pass
     quantised = {t.dtype: t.nbytes for t in inv.tensors if dtypes.FORMATS[t.dtype].block_elems > 1}
     return max(quantised, key=quantised.__getitem__) if quantised else None
 
