@@ -24,6 +24,7 @@ from typing import Any
 
 from . import constants
 from .errors import ProfileError
+from .sources import jsonio
 
 SCHEMA_VERSION = 1
 SEVERITIES = ("ok", "info", "warning", "problem")
@@ -492,7 +493,7 @@ def load_profile(path: str | Path) -> Profile:
     p = Path(path)
     raw = read_bounded(p, constants.PROFILE_MAX_BYTES, "profile")
     try:
-        data = json.loads(raw.decode("utf-8"))
+        data = jsonio.loads(raw.decode("utf-8"), allow_nonfinite=True)  # fields are checked by name below
     except (UnicodeDecodeError, ValueError, RecursionError) as e:  # 5000-digit ints, [[[[... nesting
         raise ProfileError(f"Cannot read profile from '{p}': it is not JSON ({e}) (expected the file written by "
                            f"'planner probe --out'). Re-run the probe.") from e

@@ -28,6 +28,7 @@ from typing import Any
 from .. import constants
 from ..errors import ConfigError, IncompatiblePair
 from ..profile import Acceptance, read_bounded
+from ..sources import jsonio
 
 MAX_PROMPTS = 1000
 MAX_PROMPT_CHARS = 20_000
@@ -57,9 +58,10 @@ def parse_prompts(text: str, origin: str) -> tuple[Prompt, ...]:
     stripped = text.lstrip()
     if stripped[:1] in ("{", "["):
         try:
-            data = json.loads(text)
-        except json.JSONDecodeError as e:
-            raise _prompt_error(origin, "it is not valid JSON", "JSON", f"error at line {e.lineno}") from e
+            data = jsonio.loads(text)
+        except (ValueError, RecursionError) as e:
+            where = f"error at line {e.lineno}" if isinstance(e, json.JSONDecodeError) else str(e)[:60]
+            raise _prompt_error(origin, "it is not valid JSON", "JSON", where) from e
         items = data.get("prompts") if isinstance(data, dict) else data
         if not isinstance(items, list):
             raise _prompt_error(origin, "no prompt list", "a 'prompts' list", type(items).__name__)

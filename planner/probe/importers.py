@@ -32,6 +32,7 @@ from typing import Any
 from .. import constants
 from ..errors import ProfileError
 from ..profile import ModelCurve, Profile, diagnose, read_bounded
+from ..sources import jsonio
 
 MAX_N = 65  # K <= 64: longer prompt tests (pp512) are prefill, not verification
 MAX_ROWS = 100_000
@@ -187,9 +188,10 @@ def parse_json(text: str, origin: str) -> list[Point]:
     """llama-bench `-o json` (array) / `-o jsonl`, or llama-batched-bench `--output-format jsonl`."""
     s = text.strip()
     try:
-        recs = json.loads(s) if s.startswith("[") else [json.loads(x) for x in s.splitlines() if x.strip()]
+        recs = (jsonio.loads(s, allow_nonfinite=True) if s.startswith("[")  # records are checked field by field
+                else [jsonio.loads(x, allow_nonfinite=True) for x in s.splitlines() if x.strip()])
     except (ValueError, RecursionError) as e:  # JSONDecodeError, 5000-digit ints, [[[[... nesting
-        where = f"line {e.lineno}" if isinstance(e, json.JSONDecodeError) else type(e).__name__
+        where = f"line {e.lineno}" if isinstance(e, json.JSONDecodeError) else str(e)[:60] or type(e).__name__
         raise _err(origin, "it is not valid JSON/JSONL", "llama-bench -o json output", where) from e
     if not isinstance(recs, list) or not all(isinstance(r, dict) for r in recs):
         raise _err(origin, "the JSON is not a list of records", "objects", type(recs).__name__)
@@ -206,6 +208,8 @@ def parse_json(text: str, origin: str) -> list[Point]:
 
 def parse_csv(text: str, origin: str) -> list[Point]:
     """llama-bench `-o csv`, or a plain CSV of n,seconds (header optional)."""
+    if "\x00" in text:  # binary data; the csv module's answer to NULs differs between Python versions
+        raise _err(origin, "it is not readable CSV", "text rows of n,seconds or llama-bench -o csv", "NUL bytes")
     try:
         rows = list(csv.reader(io.StringIO(text, newline="")))[: MAX_ROWS + 1]
     except csv.Error as e:  # a lone \r inside a field, a field over csv.field_size_limit()

@@ -22,6 +22,29 @@ def _reject_constant(token: str) -> float:
     raise ValueError(f"non-finite number {token}")
 
 
+# No count, size or id in a model file has more digits than this; Python's own limit (4300 digits,
+# 3.11+) would reject longer ones anyway, with a message that differs between versions.
+MAX_INT_DIGITS = 64
+
+
+def _bounded_int(token: str) -> int:
+    if len(token.lstrip("-")) > MAX_INT_DIGITS:
+        raise ValueError(f"an integer with {len(token.lstrip('-'))} digits (more than {MAX_INT_DIGITS})")
+    return int(token)
+
+
+def loads(text: str, *, allow_nonfinite: bool = False) -> Any:
+    """json.loads without absurd integers (same messages on every Python) and, unless allowed, without
+    NaN/Infinity (readers that validate every field themselves allow them, to name the field).
+
+    Raises:
+        ValueError / RecursionError: invalid JSON, non-finite constant, or an integer over MAX_INT_DIGITS.
+    """
+    if allow_nonfinite:
+        return json.loads(text, parse_int=_bounded_int)
+    return json.loads(text, parse_constant=_reject_constant, parse_int=_bounded_int)
+
+
 def parse_json(data: bytes | str, origin: str) -> Any:
     """Parse JSON text from `origin`, rejecting NaN/Infinity and invalid UTF-8.
 
@@ -30,7 +53,7 @@ def parse_json(data: bytes | str, origin: str) -> Any:
     """
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
-        return json.loads(text, parse_constant=_reject_constant)
+        return loads(text)
     except UnicodeDecodeError as e:
         raise ConfigError(f"Cannot read '{origin}': not UTF-8 text ({e.reason} at byte {e.start}).",
                           origin) from e
