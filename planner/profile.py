@@ -22,7 +22,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from . import constants
+from . import constants, speed
 from .errors import ProfileError
 from .sources import jsonio
 
@@ -133,15 +133,13 @@ def verify_ratios(verify_s: Sequence[float]) -> tuple[float, ...]:
 
 
 def verify_slope(verify_s: Sequence[float], n: int | None = None) -> float:
-    """Extra cost per extra token, in target steps: s = (t_v(n)/t_v(1) - 1) / (n - 1).
+    """Extra cost per extra token, in target steps (speed.verify_slope); `n` defaults to the longest point.
 
     0 = flat (n tokens cost one step: memory-bound, batch-parallel), 1 = n tokens cost n steps
-    (verification degenerates to sequential decoding). `n` defaults to the longest point (K+1).
+    (verification degenerates to sequential decoding).
     """
     n = n or len(verify_s)
-    if n < 2:
-        return 0.0
-    return (verify_s[n - 1] / verify_s[0] - 1.0) / (n - 1)
+    return speed.verify_slope(verify_s, n) if n >= 2 else 0.0
 
 
 def draft_ratio(step_s: float, target_step_s: float) -> float:
@@ -150,25 +148,19 @@ def draft_ratio(step_s: float, target_step_s: float) -> float:
 
 
 def expected_tokens(alpha: float, k: int) -> float:
-    """E(K) = (1 - alpha^(K+1)) / (1 - alpha), tokens per round incl. the bonus token (Leviathan 2023)."""
-    if alpha >= 1.0:
-        return float(k + 1)
-    return (1.0 - alpha ** (k + 1)) / (1.0 - alpha)
+    """E(K), tokens per round incl. the bonus token: speed.expected_accepted (Leviathan 2023)."""
+    return speed.expected_accepted(min(alpha, 1.0), k)
 
 
 def expected_tokens_positional(per_position: Sequence[float], k: int) -> float:
-    """E(K) = 1 + sum_{j<=K} prod_{i<=j} a_i, from per-position acceptance a_1..a_K."""
-    total, run = 1.0, 1.0
-    for a in per_position[:k]:
-        run *= a
-        total += run
-    return total
+    """E(K) = 1 + sum_{j<=K} prod_{i<=j} a_i from per-position acceptance (positions past the list: 0)."""
+    return speed.expected_accepted(list(per_position[:k]), min(k, len(per_position)))
 
 
 def round_speedup(verify_s: Sequence[float], step_s: float, overhead_s: float, k: int,
                   tokens: float) -> float:
-    """speedup(K) = E(K) * t_v(1) / (K*t_d + t_v(K+1) + t_o)  (DESIGN.md "Speed model")."""
-    return tokens * verify_s[0] / (k * step_s + verify_s[k] + overhead_s)
+    """speedup(K) = E(K) * t_v(1) / t_round(K), with t_round from speed.round_time_s."""
+    return tokens * verify_s[0] / speed.round_time_s(k, verify_s, step_s, overhead_s)
 
 
 def best_speedup(verify_s: Sequence[float], step_s: float, overhead_s: float, *,
