@@ -228,6 +228,15 @@ def scratch() -> Iterator[Path]:
         shutil.rmtree(d, ignore_errors=True)
 
 
+@contextlib.contextmanager
+def scratch_file(name: str, blob: bytes) -> Iterator[Path]:
+    """`blob` written as `name` in a fresh scratch directory (the shape every fuzz test feeds a reader)."""
+    with scratch() as d:
+        f = d / name
+        f.write_bytes(blob)
+        yield f
+
+
 # --- hostile values ---------------------------------------------------------------------------
 
 INTERESTING_INTS = (0, 1, -1, 2, 3, 7, 8, 31, 32, 33, 127, 128, 255, 256, 4095, 4096, 65535, 65536, 10**6,

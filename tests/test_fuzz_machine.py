@@ -20,7 +20,7 @@ from .test_fuzz_harness import (
     pick,
     run_cli,
     run_reader,
-    scratch,
+    scratch_file,
 )
 
 BASES = {p.stem: json.loads(p.read_text()) for p in sorted((catalog_dir() / "machines").glob("*.json"))}
@@ -47,18 +47,14 @@ def test_every_catalog_machine_reads_from_a_file(tmp_path):
 @fuzz_settings(200)
 @given(hostile_machine())
 def test_fuzz_machine_reader(blob):
-    with scratch() as d:
-        f = d / "box.json"
-        f.write_bytes(blob)
+    with scratch_file("box.json", blob) as f:
         run_reader(lambda: get_machine(str(f)), [f], input_bytes=len(blob))
 
 
 @fuzz_settings(30, cli=True)
 @given(hostile_machine())
 def test_fuzz_machine_cli(blob):
-    with scratch() as d:
-        f = d / "box.json"
-        f.write_bytes(blob)
+    with scratch_file("box.json", blob) as f:
         run_cli(["machines", "show", str(f), "--json"], [f])
 
 

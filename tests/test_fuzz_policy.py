@@ -27,7 +27,7 @@ from .test_fuzz_harness import (
     pick,
     run_cli,
     run_reader,
-    scratch,
+    scratch_file,
 )
 
 if sys.version_info >= (3, 11):
@@ -133,18 +133,14 @@ def test_base_policy_is_valid_and_writer_round_trips(tmp_path):
 @fuzz_settings(250)
 @given(hostile_policy())
 def test_fuzz_policy_reader(blob):
-    with scratch() as d:
-        f = d / "planner.toml"
-        f.write_bytes(blob)
+    with scratch_file("planner.toml", blob) as f:
         run_reader(lambda: load_policy(f), [f], input_bytes=len(blob))
 
 
 @fuzz_settings(30, cli=True)
 @given(hostile_policy())
 def test_fuzz_policy_cli(blob):
-    with scratch() as d:
-        f = d / "planner.toml"
-        f.write_bytes(blob)
+    with scratch_file("planner.toml", blob) as f:
         run_cli(["check", "--config", str(f), "--json"], [f])
 
 

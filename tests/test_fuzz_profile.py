@@ -27,6 +27,7 @@ from .test_fuzz_harness import (
     run_cli,
     run_reader,
     scratch,
+    scratch_file,
 )
 
 PROBE = FIXTURES / "probe"
@@ -100,18 +101,14 @@ def test_bases_are_valid():
 @fuzz_settings(200)
 @given(hostile_profile())
 def test_fuzz_profile_reader(blob):
-    with scratch() as d:
-        f = d / "profile.json"
-        f.write_bytes(blob)
+    with scratch_file("profile.json", blob) as f:
         run_reader(lambda: load_profile(f), [f], input_bytes=len(blob))
 
 
 @fuzz_settings(30, cli=True)
 @given(hostile_profile())
 def test_fuzz_profile_cli(blob):
-    with scratch() as d:
-        f = d / "profile.json"
-        f.write_bytes(blob)
+    with scratch_file("profile.json", blob) as f:
         run_cli(["recommend", "smollm2-135m", "--profile", str(f), "--machine", "rtx-4090", "--json"], [f])
 
 

@@ -29,6 +29,7 @@ from .test_fuzz_harness import (
     run_cli,
     run_reader,
     scratch,
+    scratch_file,
 )
 
 TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
@@ -97,12 +98,10 @@ def test_base_checkpoint_is_valid(tmp_path):
 @fuzz_settings(300)
 @given(hostile_safetensors())
 def test_fuzz_header_reader(blob):
-    with scratch() as d:
-        f = d / "model.safetensors"
-        f.write_bytes(blob)
+    with scratch_file("model.safetensors", blob) as f:
         run_reader(lambda: read_header(f), [f], input_bytes=len(blob))
-        model_dir(d, {})
-        run_reader(lambda: load_spec(str(d)), [f], input_bytes=len(blob))
+        model_dir(f.parent, {})
+        run_reader(lambda: load_spec(str(f.parent)), [f], input_bytes=len(blob))
 
 
 @fuzz_settings(30, cli=True)
