@@ -4,7 +4,7 @@ Run: python benchmarks/bench_accuracy.py [--tokens 48] [--repeats 3] [--only NAM
 
 Each configuration decodes the same prompts with the target alone and with the draft (greedy,
 constant K), checks the output is identical, measures t_v(n), t_d and the rollback overhead on the
-same models, and predicts the speed-up with planner.speed from those costs and the acceptance the
+same models, and predicts the speed-up with planner.speed.model from those costs and the acceptance the
 decode saw. Printed: a table of predicted vs measured with the error, and the worst error.
 
   high-agreement  target = the draft's layer + 15 layers whose residual writes are scaled by 0.005

@@ -20,7 +20,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from planner.constants import gguf_test_dir  # noqa: E402
+from planner.core.constants import gguf_test_dir  # noqa: E402
 from planner.sources.gguf import read_gguf  # noqa: E402
 
 TARGET_S = 0.5

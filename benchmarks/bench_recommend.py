@@ -14,6 +14,8 @@ import subprocess
 import sys
 import time
 
+from planner.plan import recommend as plan
+
 
 def median_s(fn, runs: int = 5) -> float:
     times = []
@@ -27,9 +29,8 @@ def median_s(fn, runs: int = 5) -> float:
 def main() -> None:
     target = sys.argv[1] if len(sys.argv) > 1 else "llama-3.1-70b-instruct"
     machine = sys.argv[2] if len(sys.argv) > 2 else "8x-h100-sxm"
-    from planner import plan
-    from planner.errors import PlannerError
-    from planner.machine import get_machine
+    from planner.core.errors import PlannerError
+    from planner.fits.machine import get_machine
     from planner.sources import catalog, load_spec
 
     t = load_spec(target)

@@ -7,13 +7,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from .errors import PlannerError
+from .core.errors import PlannerError
 
 __version__ = "0.1.0"
 __all__ = ["PlannerError", "__version__", "ledger", "load_spec"]
 
 if TYPE_CHECKING:
-    from .memory import ledger
+    from .fits.memory import ledger
     from .sources import load_spec
 
 
@@ -24,7 +24,7 @@ def __getattr__(name: str) -> Any:
 
         return load_spec
     if name == "ledger":
-        from .memory import ledger
+        from .fits.memory import ledger
 
         return ledger
     raise AttributeError(name)

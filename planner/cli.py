@@ -14,8 +14,8 @@ from typing import Annotated, Any
 
 import typer
 
-from .constants import is_debug
-from .errors import PlannerError, one_line
+from .core.constants import is_debug
+from .core.errors import PlannerError, one_line
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Plan speculative decoding before you deploy: fit, compatibility, speed-up.")

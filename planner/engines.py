@@ -48,7 +48,7 @@ def llamacpp(x: LaunchInput) -> dict[str, str]:
 
     `-c` is the whole KV pool, split over `--parallel` slots: batch b of `context` tokens each
     needs `-c context*b -np b`. `--kv-unified` (-kvu) keeps one pool that every slot draws from,
-    the layout planner.memory sizes (SWA `pad(window*b + n_ubatch, 256)`); llama-server picks it
+    the layout planner.fits.memory sizes (SWA `pad(window*b + n_ubatch, 256)`); llama-server picks it
     itself only when -np is left on auto, which it is not with a draft (PR #17017). `-cd` is the
     draft's context per slot (0 = the target's slot context, tools/server/server-context.cpp);
     2026 builds size the draft from the target's context instead (common/speculative.cpp).
@@ -135,5 +135,5 @@ RENDERERS = {"llama.cpp": llamacpp, "vllm": vllm, "sglang": sglang, "transformer
 
 
 def launch(engine: str, x: LaunchInput) -> dict[str, str]:
-    """Launch command(s) for `engine` (canonical name from planner.memory.canonical_engine)."""
+    """Launch command(s) for `engine` (canonical name from planner.fits.memory.canonical_engine)."""
     return RENDERERS[engine](x)

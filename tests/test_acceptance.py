@@ -7,7 +7,8 @@ import random
 
 import pytest
 
-from planner.acceptance import (
+from planner.core.errors import UsageError
+from planner.speed.acceptance import (
     Acceptance,
     acceptance,
     accepted_per_drafted,
@@ -17,8 +18,7 @@ from planner.acceptance import (
     per_position_from_histogram,
     to_alpha,
 )
-from planner.errors import UsageError
-from planner.speed import expected_accepted
+from planner.speed.model import expected_accepted
 
 ALPHAS = [0.0, 0.05, 0.3, 0.5, 0.697, 0.73, 0.9, 0.99, 1.0]
 

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from planner.memory import Settings, kv_cache, kv_per_token, ledger
+from planner.core.spec import FULL, MLA, NONE, SLIDING
+from planner.fits.memory import Settings, kv_cache, kv_per_token, ledger
 from planner.sources import load_spec
-from planner.spec import FULL, MLA, NONE, SLIDING
 
 from .conftest import FIXTURES
 

@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from planner.cli import main
-from planner.constants import catalog_dir
-from planner.memory import Settings, kv_per_token, model_ledger
+from planner.core.constants import catalog_dir
+from planner.fits.memory import Settings, kv_per_token, model_ledger
 from planner.sources import load_spec
 
 MODELS_DIR = catalog_dir() / "models"

@@ -7,12 +7,12 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from planner import fit
-from planner.check import check
 from planner.cli import main
-from planner.machine import get_machine
-from planner.memory import Settings
-from planner.policy import load_policy
+from planner.fits import fit
+from planner.fits.machine import get_machine
+from planner.fits.memory import Settings
+from planner.plan.check import check
+from planner.plan.policy import load_policy
 from planner.sources import load_spec
 
 TARGET, DRAFT = "llama-3.1-8b-instruct", "llama-3.2-1b-instruct"
@@ -38,7 +38,7 @@ def deployment(name="chat", target=TARGET, draft=DRAFT, machine="h100-sxm", engi
 
 
 def write_profile(path, *, verify=(0.02, 0.0205, 0.021, 0.0215, 0.022), t_d=0.002, t_o=0.0005, context=8192):
-    """A probe profile with known costs (planner/profile.py schema, docs/probe.md)."""
+    """A probe profile with known costs (planner/speed/profile.py schema, docs/probe.md)."""
     doc = {"schema": 1, "device": "cuda", "device_name": "test GPU", "backend": "torch-synthetic (cuda)",
            "dtype": "BF16", "context": context,
            "target": {"id": "meta-llama/Llama-3.1-8B-Instruct", "verify_s": list(verify), "step_s": verify[0],

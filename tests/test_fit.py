@@ -14,13 +14,13 @@ from dataclasses import replace
 
 import pytest
 
-from planner import fit as F
 from planner.cli import main
-from planner.constants import GiB, MiB
-from planner.errors import UsageError
-from planner.machine import Device, custom_gpu, get_machine, with_overrides
-from planner.memory import Settings, ledger, model_ledger
-from planner.report import ledger_json
+from planner.core.constants import GiB, MiB
+from planner.core.errors import UsageError
+from planner.fits import fit as F
+from planner.fits.machine import Device, custom_gpu, get_machine, with_overrides
+from planner.fits.memory import Settings, ledger, model_ledger
+from planner.render.text import ledger_json
 from planner.sources import load_spec
 
 from .conftest import model_dir
@@ -228,7 +228,7 @@ def test_apple_unified_memory_by_hand(llama8b):
 
 
 def test_apple_default_working_set_fraction():
-    from planner.machine import apple_working_set_fraction
+    from planner.fits.machine import apple_working_set_fraction
 
     assert apple_working_set_fraction(32 * GiB) == pytest.approx(2 / 3)
     assert apple_working_set_fraction(64 * GiB) == 0.75
@@ -368,7 +368,7 @@ def test_catalog_machine_never_imports_torch(tmp_path):
 
 
 def test_vision_tower_stays_on_the_first_stage(tmp_path):
-    from planner.spec import WeightInventory
+    from planner.core.spec import WeightInventory
 
     spec = load_spec(str(model_dir(tmp_path, "Qwen3.5-35B-A3B")))
     vision = [t for t in spec.weights.tensors if t.group == "vision"]

@@ -15,7 +15,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.constants import fuzz_examples
+from planner.core.constants import fuzz_examples
 from planner.sources import load_spec, spec_from_located
 from planner.sources.resolve import Located
 

@@ -13,7 +13,7 @@ in-process) and assert the contract of docs/security.md:
   so nothing is allocated in proportion to a length the file merely claims.
 
 Example counts: fast by default (CI), or SPEC_PLANNER_FUZZ_EXAMPLES per reader for a long run
-(`planner.constants.fuzz_examples`). Default runs are derandomised so CI is reproducible; long
+(`planner.core.constants.fuzz_examples`). Default runs are derandomised so CI is reproducible; long
 runs draw fresh inputs each time.
 """
 
@@ -42,10 +42,10 @@ import pytest
 from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 
-from planner import constants
 from planner.cli import main
-from planner.constants import fuzz_examples
-from planner.errors import PlannerError
+from planner.core import constants
+from planner.core.constants import fuzz_examples
+from planner.core.errors import PlannerError
 
 FIXTURES = Path(__file__).parent / "fixtures"
 CORPUS = FIXTURES / "corpus"
@@ -244,7 +244,7 @@ INTERESTING_INTS = (0, 1, -1, 2, 3, 7, 8, 31, 32, 33, 127, 128, 255, 256, 4095, 
                     2**64, 10**30, -(2**31), -(2**63), -(10**30))
 
 
-# Just under (and at) every cap planner.constants puts on a count or size: a value the reader accepts
+# Just under (and at) every cap planner.core.constants puts on a count or size: a value the reader accepts
 # but must not turn into a loop or an allocation of that many items.
 BIG_INTS = tuple(sorted({constants.MAX_VOCAB - 1, constants.MAX_VOCAB, constants.MAX_LAYERS, constants.MAX_HIDDEN,
                          constants.MAX_CONTEXT - 1, constants.MAX_SHARDS, constants.GGUF_MAX_ARRAY_LEN - 1,
@@ -510,7 +510,7 @@ def mutate_bytes(draw: st.DrawFn, data: bytes, *, hot: int | None = None, max_op
 
 
 def test_run_reader_passes_planner_errors_and_checks_their_message(tmp_path):
-    from planner.errors import ConfigError
+    from planner.core.errors import ConfigError
 
     f = tmp_path / "bad.json"
 
@@ -522,7 +522,7 @@ def test_run_reader_passes_planner_errors_and_checks_their_message(tmp_path):
         run_reader(lambda: (_ for _ in ()).throw(ConfigError("Cannot read it: broken.")), [f])
     with pytest.raises(AssertionError, match="spans lines"):
         check_error_message(f"Cannot read '{f}':\nbroken.", [f])
-    # PlannerError itself escapes what would break the line (planner.errors.one_line)
+    # PlannerError itself escapes what would break the line (planner.core.errors.one_line)
     assert str(ConfigError(f"Cannot read '{f}': bad name 'a\nb\x1b[2J'.")).count("\n") == 0
 
 

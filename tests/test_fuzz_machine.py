@@ -7,8 +7,8 @@ import json
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.constants import catalog_dir
-from planner.machine import get_machine
+from planner.core.constants import catalog_dir
+from planner.fits.machine import get_machine
 
 from .test_fuzz_harness import (
     dump_json,

@@ -15,7 +15,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.policy import load_policy
+from planner.plan.policy import load_policy
 
 from .test_fuzz_harness import (
     Raw,

@@ -16,7 +16,7 @@ import pytest
 CHILD = """
 import json, resource
 import torch
-from planner.errors import UsageError
+from planner.core.errors import UsageError
 from planner.probe.runner import ProbeSettings, run_synthetic
 from planner.sources import load_spec
 

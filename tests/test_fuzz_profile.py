@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from planner.probe.importers import import_file, profile_from_import
-from planner.profile import load_profile
+from planner.speed.profile import load_profile
 
 from .test_fuzz_harness import (
     FIXTURES,

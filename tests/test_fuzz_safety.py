@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from planner.atomic import atomic_write
-from planner.errors import UsageError
+from planner.core.atomic import atomic_write
+from planner.core.errors import UsageError
 from planner.sources import load_spec
 
 from .conftest import CONFIGS

@@ -19,14 +19,14 @@ from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFEndian, GGUFReader,
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from planner import dtypes
-from planner.errors import ConfigError, HeaderError, ModelNotFound
-from planner.memory import Settings, kv_cache, kv_per_token, state_bytes_per_sequence
+from planner.core import dtypes
+from planner.core.errors import ConfigError, HeaderError, ModelNotFound
+from planner.core.spec import CHUNKED, FULL, MLA, NONE, SLIDING
+from planner.fits.memory import Settings, kv_cache, kv_per_token, state_bytes_per_sequence
 from planner.sources import load_spec
 from planner.sources.gguf import read_gguf
 from planner.sources.gguf_header import SkippedArray, ggml_type_table, parse_header, read_header
 from planner.sources.gguf_tokenizer import vocab_hash
-from planner.spec import CHUNKED, FULL, MLA, NONE, SLIDING
 
 VT = GGUFValueType
 U32, I32, F32, STR, BOOL, ARR = VT.UINT32, VT.INT32, VT.FLOAT32, VT.STRING, VT.BOOL, VT.ARRAY
@@ -93,7 +93,7 @@ FILE_TYPES = [name for _id, (name, _b, _s) in sorted(ggml_type_table().items()) 
 
 
 def test_type_table_matches_gguf_py_except_q8_1():
-    # planner.dtypes (ggml-common.h block structs) vs gguf-py GGML_QUANT_SIZES, type by type.
+    # planner.core.dtypes (ggml-common.h block structs) vs gguf-py GGML_QUANT_SIZES, type by type.
     # Q8_1 is the one known difference: ggml-common.h block_q8_1 = 2 halves + 32 quants = 36 B;
     # gguf-py still lists the old 2-float layout (40 B). It is a runtime-only type, never stored.
     table = ggml_type_table()

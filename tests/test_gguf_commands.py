@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from planner.cli import main
-from planner.constants import gguf_test_dir
+from planner.core.constants import gguf_test_dir
 
 from .test_gguf import ARR, F32, STR, lm_kv, tok_kv, write_gguf
 
@@ -204,8 +204,8 @@ def test_probe_llamacpp_on_a_tiny_gguf(tmp_path):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install spec-planner[llamacpp])")
     from planner.probe.llamacpp import run_llamacpp
     from planner.probe.runner import ProbeSettings
-    from planner.profile import load_profile, profile_json, save_profile
     from planner.sources import load_spec
+    from planner.speed.profile import load_profile, profile_json, save_profile
 
     t, d = tiny_gguf(tmp_path / "t.gguf", name="tiny-t"), tiny_gguf(tmp_path / "d.gguf", layers=1, name="tiny-d")
     st = ProbeSettings(device="cpu", max_k=3, context=64, repeats=2, warmup=1, threads=1)
@@ -220,7 +220,7 @@ def test_probe_llamacpp_on_a_tiny_gguf(tmp_path):
 
 def test_probe_llamacpp_refuses_non_gguf(tmp_path):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install spec-planner[llamacpp])")
-    from planner.errors import UsageError
+    from planner.core.errors import UsageError
     from planner.probe.llamacpp import run_llamacpp
     from planner.probe.runner import ProbeSettings
     from planner.sources import load_spec
@@ -233,7 +233,7 @@ def test_probe_llamacpp_refuses_non_gguf(tmp_path):
 def test_missing_llama_cpp_is_a_clear_error(monkeypatch):
     import builtins
 
-    from planner.errors import LlamaCppUnavailable, PlannerError
+    from planner.core.errors import LlamaCppUnavailable, PlannerError
     from planner.probe import llamacpp
 
     real_import = builtins.__import__

@@ -24,8 +24,8 @@ import pytest
 
 from planner import engines
 from planner.cli import main
-from planner.constants import gguf_test_dir
-from planner.memory import Settings, kv_cache, kv_per_token, ledger, llamacpp_compute_bytes, model_ledger
+from planner.core.constants import gguf_test_dir
+from planner.fits.memory import Settings, kv_cache, kv_per_token, ledger, llamacpp_compute_bytes, model_ledger
 from planner.sources import load_spec
 
 MiB = 1 << 20

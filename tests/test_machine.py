@@ -10,10 +10,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from planner import machine as M
 from planner.cli import main
-from planner.constants import GiB, MiB
-from planner.errors import MachineError
+from planner.core.constants import GiB, MiB
+from planner.core.errors import MachineError
+from planner.fits import machine as M
 
 ENTRIES = M.catalog_entries()
 REQUIRED = ["rtx-3060-12gb", "rtx-3080", "rtx-3090", "rtx-4060-ti-16gb", "rtx-4070-ti-super", "rtx-4080",

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from planner import dtypes, quant
-from planner.errors import UsageError
-from planner.memory import (
+from planner.core import dtypes, quant
+from planner.core.errors import UsageError
+from planner.core.spec import FULL, SLIDING, LayerSpec
+from planner.fits.memory import (
     Settings,
     activations,
     kv_cache,
@@ -16,7 +17,6 @@ from planner.memory import (
     model_ledger,
 )
 from planner.sources import load_spec
-from planner.spec import FULL, SLIDING, LayerSpec
 
 
 @pytest.fixture
@@ -73,7 +73,7 @@ def test_weights_override_int4_gptq_layout(llama8b):
 
 
 def test_weights_override_nf4_and_ggml():
-    from planner.spec import make_tensor
+    from planner.core.spec import make_tensor
     t = make_tensor("model.layers.0.mlp.up_proj.weight", (256, 512), "BF16", "ffn")
     nf4 = quant.apply([t], quant.parse_scheme("nf4"))
     assert sum(x.nbytes for x in nf4) == 256 * 512 // 2 + (256 * 512 // 64) * 4 + 16 * 4

@@ -12,10 +12,10 @@ import shutil
 import pytest
 from tokenizers import Tokenizer, processors
 
-from planner import pairing
 from planner.cli import main
-from planner.constants import catalog_dir
-from planner.errors import UsageError
+from planner.core.constants import catalog_dir
+from planner.core.errors import UsageError
+from planner.pairing import pair as pairing
 from planner.sources import load_spec
 from planner.sources.tokenizer import fingerprint_for
 
@@ -325,7 +325,7 @@ def test_gguf_and_tokenizer_json_holding_one_table_agree(tmp_path):
     """A real GGUF (SmolLM2-135M-Instruct) against a tokenizer.json rebuilt from its token list."""
     from tokenizers import models, pre_tokenizers
 
-    from planner.constants import gguf_test_dir
+    from planner.core.constants import gguf_test_dir
 
     path = gguf_test_dir() / "SmolLM2-135M-Instruct.Q4_1.gguf"
     if not path.is_file():

@@ -8,16 +8,16 @@ from pathlib import Path
 
 import pytest
 
-from planner.acceptance import (
+from planner.core.constants import PRIOR_CROSS_FAMILY, PRIOR_MIN_HALF_WIDTH, PRIOR_SAME_FAMILY, catalog_dir
+from planner.core.errors import ConfigError
+from planner.speed.acceptance import (
     CONVENTIONS,
     OUTCOMES,
     entry_acceptance,
     load_pairs,
     prior_for,
 )
-from planner.constants import PRIOR_CROSS_FAMILY, PRIOR_MIN_HALF_WIDTH, PRIOR_SAME_FAMILY, catalog_dir
-from planner.errors import ConfigError
-from planner.speed import expected_accepted
+from planner.speed.model import expected_accepted
 
 DOCS = Path(__file__).resolve().parent.parent / "docs" / "speed.md"
 ENGINES = {"llama.cpp", "vllm", "sglang", "transformers", "mlx", "tensorrt-llm"}

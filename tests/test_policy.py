@@ -6,10 +6,10 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from planner.atomic import atomic_write
-from planner.errors import ConfigError, UsageError
-from planner.junit import Case, render
-from planner.policy import load_policy
+from planner.core.atomic import atomic_write
+from planner.core.errors import ConfigError, UsageError
+from planner.plan.policy import load_policy
+from planner.render.junit import Case, render
 
 GOOD = """
 [defaults]

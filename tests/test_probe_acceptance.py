@@ -12,7 +12,7 @@ import math
 import pytest
 
 from planner.cli import main
-from planner.errors import IncompatiblePair, UsageError
+from planner.core.errors import IncompatiblePair, UsageError
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from planner import constants
 from planner.cli import main
-from planner.errors import ProfileError
+from planner.core import constants
+from planner.core.errors import ProfileError
 from planner.probe.importers import import_file, interpolate, profile_from_import
 
 FIX = Path(__file__).parent / "fixtures" / "probe"

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from planner.errors import ConfigError
+from planner.core.errors import ConfigError
 from planner.probe.acceptance import load_prompts, parse_prompts, per_position, summarize
 
 
@@ -65,7 +65,7 @@ def test_bad_prompt_files(text, message):
 
 
 def test_profile_and_parsers_import_without_torch():
-    code = ("import sys\nimport planner.profile, planner.probe, planner.probe.importers, planner.probe.acceptance\n"
+    code = ("import sys\nimport planner.speed.profile, planner.probe, planner.probe.importers, planner.probe.acceptance\n"
             "import planner.probe.synthetic, planner.probe.timing, planner.probe.runner, planner.commands.probe\n"
             "assert 'torch' not in sys.modules, 'torch imported'\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)

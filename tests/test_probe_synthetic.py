@@ -12,8 +12,8 @@ import time
 import pytest
 
 from planner.cli import main
-from planner.errors import TorchUnavailable, UsageError
-from planner.spec import LayerSpec, ModelSpec, MoESpec, TensorInfo, WeightInventory
+from planner.core.errors import TorchUnavailable, UsageError
+from planner.core.spec import LayerSpec, ModelSpec, MoESpec, TensorInfo, WeightInventory
 
 from .conftest import model_dir
 
@@ -29,7 +29,7 @@ from planner.probe.runner import (  # noqa: E402
 )
 from planner.probe.synthetic import SyntheticLM, layer_groups, model_bytes, probe_dtype  # noqa: E402
 from planner.probe.timing import measure_round_robin  # noqa: E402
-from planner.profile import load_profile, save_profile  # noqa: E402
+from planner.speed.profile import load_profile, save_profile  # noqa: E402
 
 
 def full(h=64, heads=4, kv=2, w=128):

@@ -1,4 +1,4 @@
-"""planner/profile.py: diagnosis arithmetic (hand-worked), profile file I/O and its errors. Torch-free."""
+"""planner/speed/profile.py: diagnosis arithmetic (hand-worked), profile file I/O and its errors. Torch-free."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from planner import constants
-from planner.errors import PlannerError, ProfileError, UsageError
-from planner.profile import (
+from planner.core import constants
+from planner.core.errors import PlannerError, ProfileError, UsageError
+from planner.speed.profile import (
     Acceptance,
     ModelCurve,
     Profile,

@@ -8,10 +8,10 @@ import shlex
 
 import pytest
 
-from planner import plan as P
 from planner.cli import main
-from planner.fit import Layout
-from planner.machine import get_machine, with_overrides
+from planner.fits.fit import Layout
+from planner.fits.machine import get_machine, with_overrides
+from planner.plan import recommend as P
 from planner.sources import load_spec
 
 from .conftest import model_dir
@@ -51,8 +51,8 @@ def test_instruct_target_prefers_instruct_draft():
 
 
 def _used(target, draft, machine, context):
-    from planner import fit
-    from planner.memory import Settings
+    from planner.fits import fit
+    from planner.fits.memory import Settings
 
     s = Settings(context=context, engine="transformers", spec_tokens=P.DEFAULT_K_MAX)
     devs = fit.evaluate(fit.Problem(target, machine, s, draft=draft), context, 1)
@@ -143,7 +143,7 @@ def test_tp_roofline_aggregates_bandwidth():
 
 
 def test_cpu_roofline_derated_to_measured_matmul_efficiency():
-    from planner.constants import CPU_MATMUL_EFFICIENCY
+    from planner.core.constants import CPU_MATMUL_EFFICIENCY
 
     m = get_machine("cpu-ryzen-7-5800x-32gb")
     roof = P.roofline_machine(m, Layout())

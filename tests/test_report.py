@@ -10,9 +10,10 @@ from pathlib import Path
 
 import pytest
 
-from planner import fit
-from planner.machine import get_machine
-from planner.memory import Settings
+from planner.fits import fit
+from planner.fits.machine import get_machine
+from planner.fits.memory import Settings
+from planner.render import html as report_html
 from planner.sources import load_spec
 
 from .test_check import deployment, policy, run, speedup_by_hand, write_profile
@@ -185,8 +186,8 @@ def test_report_never_overwrites_its_policy(tmp_path, capsys):
 
 
 def test_svg_is_deterministic():
-    from planner import check, report_html
-    from planner.policy import Deployment
+    from planner.plan.policy import Deployment
+    from planner.plan import check
 
     d = Deployment(name="x", target=TARGET, draft=DRAFT, machines=("l4",), context=4096)
     (sc,) = check.scenarios(d, check.machines_for(d))

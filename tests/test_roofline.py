@@ -6,9 +6,11 @@ import itertools
 
 import pytest
 
-from planner.errors import MachineError, UsageError
-from planner.memory import Settings
-from planner.roofline import (
+from planner.core.errors import MachineError, UsageError
+from planner.fits.memory import Settings
+from planner.sources import load_spec
+from planner.speed.model import predict
+from planner.speed.roofline import (
     Roof,
     draft_step_s,
     engine_overhead_s,
@@ -20,8 +22,6 @@ from planner.roofline import (
     verify_curve,
     weight_bytes_read,
 )
-from planner.sources import load_spec
-from planner.speed import predict
 
 GPU_1TB = Roof(bandwidth_bytes_per_s=1e12, peak_flops={"bf16": 1e15, "fp8": 2e15}, name="1 TB/s GPU")
 

@@ -10,7 +10,7 @@ import pytest
 from safetensors.numpy import save_file
 
 from planner.cli import main
-from planner.errors import HeaderError
+from planner.core.errors import HeaderError
 from planner.sources import load_spec
 from planner.sources.safetensors import read_header
 

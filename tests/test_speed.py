@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from planner.acceptance import Acceptance, acceptance
-from planner.errors import UsageError
-from planner.speed import (
+from planner.core.errors import UsageError
+from planner.speed.acceptance import Acceptance, acceptance
+from planner.speed.model import (
     alpha_for_expected,
     break_even_alpha,
     expected_accepted,

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
-from planner import constants
-from planner.errors import ConfigError
+from planner.core import constants
+from planner.core.errors import ConfigError
 from planner.sources import load_spec
 from planner.sources.tokenizer import (
     ConfigFacts,

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..errors import IncompatiblePair, UsageError
+from ..core.errors import IncompatiblePair, UsageError
 from ..probe import require_torch
 from ..probe.acceptance import MAX_PROMPT_TOKENS, Prompt
 

@@ -17,9 +17,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from .. import acceptance as acc
-from .. import speed
-from ..speed import Costs
+from ..speed import acceptance as acc
+from ..speed import model as speed
+from ..speed.model import Costs
 from .decode import DecodeResult, Stepper, StepRecord, speculative_decode, target_decode
 
 MakeStepper = Callable[[], Stepper]

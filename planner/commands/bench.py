@@ -53,7 +53,7 @@ def bench(
     from ..bench.decode import HFStepper
     from ..bench.models import encode_prompts, load_model
     from ..bench.runner import choose_k, result_json, run_pair
-    from ..errors import UsageError
+    from ..core.errors import UsageError
     from ..probe.acceptance import load_prompts
     from ..probe.runner import resolve_device
     from ..probe.timing import sync as device_sync

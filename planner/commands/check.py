@@ -29,8 +29,8 @@ def _split(values: list[str] | None) -> list[str]:
 
 def format_value(requirement: str, value: Any) -> str:
     """A result value or bound for people: bytes in binary units, speed-ups as 1.23x."""
-    from ..check import COMPATIBLE, MIN_SPEEDUP
-    from ..report import fmt_bytes
+    from ..plan.check import COMPATIBLE, MIN_SPEEDUP
+    from ..render.text import fmt_bytes
 
     if value is None:
         return "-"
@@ -43,7 +43,7 @@ def format_value(requirement: str, value: Any) -> str:
 
 def check_json(report: Any) -> dict[str, Any]:
     """The `planner check --json` schema (docs/check.md)."""
-    from ..check import FAIL, PASS, SKIP
+    from ..plan.check import FAIL, PASS, SKIP
 
     return {"policy": report.policy, "passed": report.passed,
             "counts": {s: report.count(s) for s in (PASS, FAIL, SKIP)},
@@ -83,7 +83,7 @@ def check_table(report: Any) -> str:
     """deployment x machine x requirement, with the value, the bound and why; then a summary line."""
     from tabulate import tabulate
 
-    from ..check import FAIL, PASS, SKIP
+    from ..plan.check import FAIL, PASS, SKIP
 
     rows = [[r.deployment, r.machine, r.requirement, STATUS_TEXT[r.status], format_value(r.requirement, r.value),
              format_value(r.requirement, r.bound), r.message] for r in report.results]
@@ -95,8 +95,8 @@ def check_table(report: Any) -> str:
 
 
 def junit_cases(report: Any) -> list[Any]:
-    from ..check import FAIL, SKIP
-    from ..junit import Case
+    from ..plan.check import FAIL, SKIP
+    from ..render.junit import Case
 
     return [Case(suite=r.deployment, name=f"{r.machine}: {r.requirement}", passed=r.status != FAIL,
                  message=r.message, skipped=r.status == SKIP) for r in report.results]
@@ -120,10 +120,10 @@ def check(
       planner check --config deploy/planner.toml --junit planner-junit.xml
       planner check --machine h100-sxm --machine rtx-4090 --json
     """
-    from .. import check as C
-    from ..atomic import atomic_write
-    from ..junit import render
-    from ..policy import load_policy
+    from ..core.atomic import atomic_write
+    from ..plan import check as C
+    from ..plan.policy import load_policy
+    from ..render.junit import render
 
     policy = load_policy(config)
     report = C.check(policy, machines=_split(machine), deployments=_split(deployment))

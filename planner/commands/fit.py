@@ -20,6 +20,7 @@ from ..cli import (
     emit,
     warn,
 )
+from ..render import text as report
 from .memory import DraftContextOpt, EngineAutoOpt, ParallelBatchOpt
 
 MachineOpt = Annotated[str | None, typer.Option(
@@ -38,7 +39,7 @@ DRAFT_CANDIDATES_MAX = 64
 
 def _smaller_drafts(draft) -> list:
     """Catalog models of the draft's family with fewer parameters (candidates for a smaller draft)."""
-    from ..errors import PlannerError
+    from ..core.errors import PlannerError
     from ..sources import catalog, load_spec
 
     if draft is None or not draft.family or draft.source == "gguf":  # catalog drafts are not GGUF files
@@ -58,8 +59,7 @@ def _smaller_drafts(draft) -> list:
 
 def fit_json(r, warnings: list[str]) -> dict[str, Any]:
     """The `planner fit --json` schema (docs/fit.md)."""
-    from .. import report
-    from ..machine import describe
+    from ..fits.machine import describe
 
     p = r.problem
     devices = []
@@ -89,7 +89,7 @@ def fit_json(r, warnings: list[str]) -> dict[str, Any]:
 def fit_table(r) -> str:
     from tabulate import tabulate
 
-    from ..report import fmt_bytes
+    from ..render.text import fmt_bytes
 
     p = r.problem
     rows = []
@@ -159,13 +159,13 @@ def fit(
       planner fit qwen3-8b --gpu-memory 24GiB --gpus 2 --engine vllm
       planner fit target.gguf --draft draft.gguf --machine rtx-4090 --parallel 4 --draft-context 8k
     """
-    from .. import fit as fitmod
-    from ..fit import default_layout
-    from ..machine import resolve_machine
-    from ..memory import Settings
+    from ..core.units import parse_bytes, parse_tokens
+    from ..core.units import parse_bytes as _pb
+    from ..fits import fit as fitmod
+    from ..fits.fit import default_layout
+    from ..fits.machine import resolve_machine
+    from ..fits.memory import Settings
     from ..sources import load_spec
-    from ..units import parse_bytes, parse_tokens
-    from ..units import parse_bytes as _pb
     from .memory import engine_for
 
     tspec = load_spec(target, revision=revision)

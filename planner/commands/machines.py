@@ -28,8 +28,8 @@ def list_cmd(as_json: JsonOpt = False) -> None:
     """
     from tabulate import tabulate
 
-    from ..machine import catalog_entries
-    from ..report import fmt_bytes
+    from ..fits.machine import catalog_entries
+    from ..render.text import fmt_bytes
 
     entries = catalog_entries()
     if as_json:
@@ -50,8 +50,8 @@ def show_cmd(name: NameArg, as_json: JsonOpt = False) -> None:
       planner machines show h100-sxm
       planner machines show ./my-box.json --json
     """
-    from ..machine import describe, get_machine
-    from ..report import fmt_bytes
+    from ..fits.machine import describe, get_machine
+    from ..render.text import fmt_bytes
 
     m = get_machine(name)
     data = describe(m)
@@ -78,8 +78,8 @@ def detect_cmd(as_json: JsonOpt = False) -> None:
       planner machines detect
       planner machines detect --json
     """
-    from ..machine import describe, detect
-    from ..report import fmt_bytes
+    from ..fits.machine import describe, detect
+    from ..render.text import fmt_bytes
 
     m = detect()
     if as_json:

@@ -20,6 +20,7 @@ from ..cli import (
     emit,
     warn,
 )
+from ..render import text as report
 
 # llama.cpp spellings beside the planner's: --parallel N is --batch N (N sequences, one slot each), -cd is
 # the draft's own context (llama-server --ctx-size-draft; default: the target's context per sequence).
@@ -62,10 +63,9 @@ def memory(
       planner memory ./my-model --kv-dtype q8_0 --engine llama.cpp
       planner memory target.gguf --draft draft.gguf --parallel 4 --draft-context 4k
     """
-    from .. import memory as mem
-    from .. import report
+    from ..core.units import parse_bytes, parse_tokens
+    from ..fits import memory as mem
     from ..sources import load_spec
-    from ..units import parse_bytes, parse_tokens
 
     target = load_spec(model, revision=revision)
     dspec = load_spec(draft) if draft else None

@@ -7,6 +7,7 @@ from typing import Annotated
 import typer
 
 from ..cli import JsonOpt, ModelArg, RevisionOpt, app, emit, warn
+from ..pairing import pair as pairing
 
 PairEngineOpt = Annotated[str | None, typer.Option(
     "--engine", "-e", help="llama.cpp | vllm | transformers | mlx-lm (default: all; exit 1 only if all refuse).")]
@@ -34,10 +35,9 @@ def pair_cmd(
       planner pair meta-llama/Llama-3.1-8B meta-llama/Llama-3.2-1B-Instruct --engine vllm --json
       planner pair ./target-dir ./draft-dir --context 32k
     """
-    from .. import pairing
+    from ..core.units import parse_tokens
     from ..sources import load_spec
     from ..sources.tokenizer import fingerprint_for
-    from ..units import parse_tokens
 
     engines = (pairing.canonical_engine(engine),) if engine else pairing.ENGINES
     ctx = parse_tokens(context) if context else None

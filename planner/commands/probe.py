@@ -12,7 +12,7 @@ import typer
 from ..cli import ContextOpt, DraftOpt, JsonOpt, RevisionOpt, app, emit, warn
 
 if TYPE_CHECKING:
-    from ..profile import Profile
+    from ..speed.profile import Profile
 
 TargetArg = Annotated[str | None, typer.Argument(
     help="Target model: local dir, config.json, .gguf, HF id or catalog name (optional with --import).")]
@@ -158,9 +158,9 @@ def probe_cmd(
       planner probe ./Qwen2.5-7B-Instruct --draft ./Qwen2.5-0.5B-Instruct --real --temperature 0
       planner probe --import bench-8b.md --import-draft bench-1b.md --out profile.json --json
     """
-    from ..errors import UsageError
-    from ..profile import profile_json, save_profile
-    from ..units import parse_tokens
+    from ..core.errors import UsageError
+    from ..core.units import parse_tokens
+    from ..speed.profile import profile_json, save_profile
 
     ctx = parse_tokens(context)
     inputs: list[Path] = [*(import_files or []), *([import_draft] if import_draft else []),
@@ -202,7 +202,7 @@ def _measured(target: str, draft: str | None, *, revision: str | None, device: s
               context: int, budget_s: float | None, real: bool, prompts: Path | None, temperature: float,
               new_tokens: int, threads: int | None, repeats: int, seed: int, clock: str,
               progress: ProgressLine | None) -> tuple[Profile, list[str]]:
-    from ..errors import UsageError
+    from ..core.errors import UsageError
     from ..probe import require_torch
     from ..sources import load_spec
 

@@ -30,7 +30,7 @@ TemperatureOpt = Annotated[float, typer.Option("--temperature", help="Sampling t
 
 
 def _engine(name: str, kind: str, source: str | None = None) -> str:
-    from ..memory import canonical_engine
+    from ..fits.memory import canonical_engine
 
     if name.strip().lower() == "auto":
         if source == "gguf":  # a GGUF file is llama.cpp's own format
@@ -73,11 +73,11 @@ def recommend(
       planner recommend llama-3.3-70b-instruct --machine 2x-rtx-4090 --profile probe.json --json
       planner recommend target.gguf --candidates small.gguf,tiny.gguf --machine rtx-4090
     """
-    from .. import plan as P
-    from ..fit import default_layout
-    from ..machine import resolve_machine
+    from ..core.units import parse_bytes, parse_tokens
+    from ..fits.fit import default_layout
+    from ..fits.machine import resolve_machine
+    from ..plan import recommend as P
     from ..sources import load_spec
-    from ..units import parse_bytes, parse_tokens
 
     spec = load_spec(target, revision=revision)
     m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
@@ -98,7 +98,7 @@ def recommend(
         costs_for = P.profile_costs(prof, spec, roof)
         k_cap = min(max_k, len(prof.target.verify_s) - 1)
         if prof.acceptance is not None and prof.draft is not None:
-            from ..acceptance import Acceptance
+            from ..speed.acceptance import Acceptance
 
             a = prof.acceptance
             lo, hi = max(0.0, a.alpha - 2 * a.alpha_std), min(1.0, a.alpha + 2 * a.alpha_std)
@@ -125,7 +125,7 @@ def _is_path(ref: str) -> bool:
 
 
 def _profile(path: str, spec: Any, cands: Any, m: Any, ctx: int, k_max: int) -> Any:
-    from ..profile import load_profile
+    from ..speed.profile import load_profile
 
     prof = load_profile(path)
     if prof.target.id != spec.id:
@@ -177,7 +177,7 @@ def recommendation_json(rec: Any) -> dict[str, Any]:
 def recommendation_text(rec: Any) -> str:
     from tabulate import tabulate
 
-    from ..report import fmt_bytes
+    from ..render.text import fmt_bytes
 
     lines = [f"target   {rec.target}", f"machine  {rec.machine}   engine {rec.engine}   context {rec.context:,}   "
              f"batch {rec.batch}",

@@ -30,10 +30,10 @@ def _cli_scenarios(target: str, *, draft: str | None, machines: list[str], gpu_m
                    batch: int, engine: str, kv_dtype: str | None, weights_dtype: str | None, profile: str | None,
                    acceptance: str | None, k: int | None, max_k: int, temperature: float) -> list[Any]:
     """One Deployment from the flags, judged like a policy entry on each machine."""
-    from .. import check as C
-    from ..errors import UsageError
-    from ..policy import Deployment
-    from ..units import parse_bytes, parse_tokens
+    from ..core.errors import UsageError
+    from ..core.units import parse_bytes, parse_tokens
+    from ..plan import check as C
+    from ..plan.policy import Deployment
 
     if k is not None and k > max_k:
         raise UsageError(f"Cannot use --k {k} with --max-k {max_k}: expected K <= --max-k.")
@@ -52,7 +52,7 @@ def _cli_scenarios(target: str, *, draft: str | None, machines: list[str], gpu_m
 
 
 def _summary(s: Any) -> str:
-    from ..report import fmt_bytes
+    from ..render.text import fmt_bytes
 
     a = s.assessment
     parts = [f"{s.title}:"]
@@ -103,10 +103,10 @@ def report(
     from pathlib import Path
 
     from .. import __version__
-    from .. import check as C
-    from .. import report_html as R
-    from ..errors import UsageError
-    from ..policy import load_policy
+    from ..core.errors import UsageError
+    from ..plan import check as C
+    from ..plan.policy import load_policy
+    from ..render import html as R
 
     if (target is None) == (config is None):
         raise UsageError("Cannot make a report: give either a TARGET model or --config FILE (expected exactly one).")

@@ -4,14 +4,14 @@ The only package that imports torch, and only inside functions: `import planner.
 Layout: synthetic.py (model stacks with a spec's shapes), timing.py (warm-up, sync, median,
 deadline), runner.py (the budgeted probe), real.py (transformers on local safetensors weights),
 acceptance.py (teacher-forced acceptance), importers.py (llama-bench / batched-bench / CSV,
-torch-free). The resulting profile format and its diagnosis live in planner/profile.py.
+torch-free). The resulting profile format and its diagnosis live in planner/speed/profile.py.
 """
 
 from __future__ import annotations
 
 from types import ModuleType
 
-from ..errors import TorchUnavailable
+from ..core.errors import TorchUnavailable
 
 
 def require_torch(what: str = "probe") -> ModuleType:

@@ -25,10 +25,9 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from .. import constants
-from ..errors import ConfigError, IncompatiblePair
-from ..profile import Acceptance, read_bounded
-from ..sources import jsonio
+from ..core import constants, jsonio
+from ..core.errors import ConfigError, IncompatiblePair
+from ..speed.profile import Acceptance, read_bounded
 
 MAX_PROMPTS = 1000
 MAX_PROMPT_CHARS = 20_000

@@ -29,10 +29,9 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from .. import constants
-from ..errors import ProfileError
-from ..profile import ModelCurve, Profile, diagnose, read_bounded
-from ..sources import jsonio
+from ..core import constants, jsonio
+from ..core.errors import ProfileError
+from ..speed.profile import ModelCurve, Profile, diagnose, read_bounded
 
 MAX_N = 65  # K <= 64: longer prompt tests (pp512) are prefill, not verification
 MAX_ROWS = 100_000

@@ -33,10 +33,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from ..errors import LlamaCppUnavailable, UsageError
-from ..memory import Settings, kv_cache, llamacpp_compute_bytes
-from ..profile import ModelCurve, Profile, diagnose
-from ..spec import ModelSpec
+from ..core.errors import LlamaCppUnavailable, UsageError
+from ..core.spec import ModelSpec
+from ..fits.memory import Settings, kv_cache, llamacpp_compute_bytes
+from ..speed.profile import ModelCurve, Profile, diagnose
 from .timing import Deadline, measure_round_robin
 
 Progress = Callable[[str, float], None]

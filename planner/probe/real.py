@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ..errors import UsageError
-from ..spec import ModelSpec
+from ..core.errors import UsageError
+from ..core.spec import ModelSpec
 from . import require_torch
 from .synthetic import DTYPE_BYTES, TORCH_DTYPES
 from .timing import Deadline, sync

@@ -25,10 +25,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from .. import constants
-from ..errors import UsageError
-from ..profile import Acceptance, ModelCurve, Profile, diagnose
-from ..spec import LayerSpec, ModelSpec
+from ..core import constants
+from ..core.errors import UsageError
+from ..core.spec import LayerSpec, ModelSpec
+from ..speed.profile import Acceptance, ModelCurve, Profile, diagnose
 from . import require_torch
 from .synthetic import (
     DTYPE_BYTES,

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import UsageError
-from ..spec import CHUNKED, MLA, NONE, SLIDING, LayerSpec, ModelSpec
+from ..core.errors import UsageError
+from ..core.spec import CHUNKED, MLA, NONE, SLIDING, LayerSpec, ModelSpec
 
 # Formats the probe can instantiate directly; anything else (fp8, int4, GGUF blocks) is probed as BF16.
 TORCH_DTYPES = {"F32": "float32", "F16": "float16", "BF16": "bfloat16"}
@@ -188,7 +188,7 @@ def layer_groups(layers: Sequence[LayerSpec]) -> list[tuple[LayerSpec, int]]:
 
 def probe_dtype(spec_dtype: str, requested: str | None) -> tuple[str, str | None]:
     """(format to instantiate, note): the requested dtype, else the model's, BF16 for formats torch cannot run."""
-    from .. import dtypes
+    from ..core import dtypes
 
     name = dtypes.canonical(requested) if requested and requested != "auto" else spec_dtype
     if name in TORCH_DTYPES:

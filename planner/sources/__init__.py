@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .. import quant
-from ..spec import ModelSpec, TensorInfo, WeightInventory
+from ..core import quant
+from ..core.spec import ModelSpec, TensorInfo, WeightInventory
 from .arch import derive
 from .arch.base import ArchSpec, Tensors, token_ids, vision_tower
 from .config import normalise

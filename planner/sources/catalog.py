@@ -11,9 +11,9 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..constants import catalog_dir
-from ..errors import ConfigError
-from .jsonio import read_json
+from ..core.constants import catalog_dir
+from ..core.errors import ConfigError
+from ..core.jsonio import read_json
 
 
 def _norm(name: str) -> str:

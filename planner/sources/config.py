@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..errors import ConfigError
+from ..core.errors import ConfigError
 
 # Wrapper model_type -> the model_type of its text tower when text_config omits it.
 WRAPPER_TEXT_TYPES = {

@@ -16,10 +16,10 @@ import re
 from pathlib import Path
 from typing import Any
 
-from .. import dtypes
-from ..constants import GGUF_MAX_SPLITS
-from ..errors import ConfigError, HeaderError, ModelNotFound
-from ..spec import ModelSpec, TensorInfo, WeightInventory
+from ..core import dtypes
+from ..core.constants import GGUF_MAX_SPLITS
+from ..core.errors import ConfigError, HeaderError, ModelNotFound
+from ..core.spec import ModelSpec, TensorInfo, WeightInventory
 from .gguf_arch import derive
 from .gguf_header import INTEGER_TYPES, GGUFHeader, SkippedArray, read_header
 from .gguf_tokenizer import fingerprint

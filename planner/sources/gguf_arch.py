@@ -15,9 +15,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..constants import MAX_CONTEXT, MAX_HIDDEN, MAX_LAYERS, MAX_VOCAB
-from ..errors import ConfigError
-from ..spec import CHUNKED, FULL, MLA, NONE, SLIDING, LayerSpec, MoESpec
+from ..core.constants import MAX_CONTEXT, MAX_HIDDEN, MAX_LAYERS, MAX_VOCAB
+from ..core.errors import ConfigError
+from ..core.spec import CHUNKED, FULL, MLA, NONE, SLIDING, LayerSpec, MoESpec
 from .gguf_header import ARRAY, BOOL, INTEGER_TYPES, GGUFHeader, GGUFTensor
 
 

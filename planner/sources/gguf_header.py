@@ -13,7 +13,7 @@ field element and every tensor (about 10 s for a 262k-token vocabulary here). Th
 walks the header once with `struct`, reads a string array in one tight loop and decodes it
 with one `bytes.join(...).decode()`, and never touches tensor data (< 0.5 s for the same
 file). Every count and length is checked against the bytes left before anything is
-allocated, then against the caps in `planner.constants`, so a corrupt or hostile header
+allocated, then against the caps in `planner.core.constants`, so a corrupt or hostile header
 fails fast with a HeaderError naming the file and the key.
 """
 
@@ -29,8 +29,8 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .. import dtypes
-from ..constants import (
+from ..core import dtypes
+from ..core.constants import (
     GGUF_MAX_ARRAY_DEPTH,
     GGUF_MAX_ARRAY_LEN,
     GGUF_MAX_KV,
@@ -38,7 +38,7 @@ from ..constants import (
     GGUF_MAX_TENSOR_DIMS,
     GGUF_MAX_TENSORS,
 )
-from ..errors import HeaderError
+from ..core.errors import HeaderError
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
@@ -73,7 +73,7 @@ class GGUFTensor:
     name: str
     shape: tuple[int, ...]
     type_id: int
-    dtype: str  # canonical format name in planner.dtypes.FORMATS (ggml type name)
+    dtype: str  # canonical format name in planner.core.dtypes.FORMATS (ggml type name)
     offset: int  # from the start of this file's data section
     nbytes: int
     file_index: int = 0  # which split part holds it
@@ -122,7 +122,7 @@ def ggml_type_table() -> dict[int, tuple[str, int, int]]:
     """ggml type id -> (name, elements per block, bytes per block).
 
     Ids and names come from gguf-py (`gguf.constants.GGMLQuantizationType`, ggml.h's
-    `ggml_type`); block sizes from planner.dtypes.FORMATS (ggml-common.h block structs),
+    `ggml_type`); block sizes from planner.core.dtypes.FORMATS (ggml-common.h block structs),
     which wins where gguf-py lags ggml (Q8_1: 36 B per ggml-common.h, 40 in gguf-py's old
     float layout; Q8_1 never appears in files: it is a runtime dot-product format).
     """

@@ -15,8 +15,8 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ..errors import ConfigError
-from ..spec import TokenizerFingerprint
+from ..core.errors import ConfigError
+from ..core.spec import TokenizerFingerprint
 from .gguf_header import ARRAY, BOOL, INT32, INTEGER_TYPES, STRING, GGUFHeader
 
 # tokenizer.ggml.model -> llama.cpp vocab type (llama-vocab.cpp load(): "llama" SPM, "bert" WPM,

@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from ..constants import (
+from ..core.constants import (
     HUB_FIRST_READ_BYTES,
     HUB_RETRIES,
     HUB_TIMEOUT_S,
@@ -33,7 +33,7 @@ from ..constants import (
     hf_token,
     is_offline,
 )
-from ..errors import HeaderError, ModelNotFound, OfflineError, SourceError
+from ..core.errors import HeaderError, ModelNotFound, OfflineError, SourceError
 from .safetensors import RawTensor, header_length, parse_header, read_index
 
 SIDE_FILES = ("generation_config.json", "tokenizer.json", "tokenizer_config.json", "special_tokens_map.json",

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..constants import is_offline
-from ..errors import ConfigError, HeaderError, ModelNotFound, OfflineError
+from ..core.constants import is_offline
+from ..core.errors import ConfigError, HeaderError, ModelNotFound, OfflineError
+from ..core.jsonio import read_json_object
 from . import catalog, hub
-from .jsonio import read_json_object
 from .safetensors import RawTensor, read_dir_tensors, read_index
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")

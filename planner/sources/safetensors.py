@@ -15,10 +15,10 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from .. import dtypes
-from ..constants import MAX_SHARDS, SAFETENSORS_MAX_HEADER_BYTES
-from ..errors import HeaderError
-from .jsonio import parse_json, read_json_object
+from ..core import dtypes
+from ..core.constants import MAX_SHARDS, SAFETENSORS_MAX_HEADER_BYTES
+from ..core.errors import HeaderError
+from ..core.jsonio import parse_json, read_json_object
 
 RawTensor = tuple[str, str, tuple[int, ...]]  # name, dtype, shape
 

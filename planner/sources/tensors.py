@@ -11,8 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
-from .. import dtypes
-from ..spec import TensorInfo, WeightInventory
+from ..core import dtypes
+from ..core.spec import TensorInfo, WeightInventory
 
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((g, re.compile(p)) for g, p in (
     ("vision", r"vision|visual|image|mm_projector|multi_modal_projector|audio|patch_embed|siglip"),

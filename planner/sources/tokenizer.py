@@ -25,11 +25,11 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from .. import constants
-from ..constants import MAX_VOCAB
-from ..errors import ConfigError
-from ..spec import ModelSpec, TokenizerFingerprint
-from .jsonio import read_json, read_json_object
+from ..core import constants
+from ..core.constants import MAX_VOCAB
+from ..core.errors import ConfigError
+from ..core.jsonio import read_json, read_json_object
+from ..core.spec import ModelSpec, TokenizerFingerprint
 
 __all__ = [
     "VOCAB_TYPES",

@@ -10,7 +10,7 @@ import importlib
 from types import ModuleType
 from typing import Any
 
-from ...errors import UnsupportedArchitecture
+from ...core.errors import UnsupportedArchitecture
 from .base import ArchSpec
 
 ARCHITECTURES: dict[str, str] = {

@@ -14,10 +14,10 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, ClassVar
 
-from ... import dtypes
-from ...constants import MAX_CONTEXT, MAX_HIDDEN, MAX_LAYERS, MAX_VOCAB
-from ...errors import ConfigError
-from ...spec import LayerSpec, MoESpec, TensorInfo, make_tensor
+from ...core import dtypes
+from ...core.constants import MAX_CONTEXT, MAX_HIDDEN, MAX_LAYERS, MAX_VOCAB
+from ...core.errors import ConfigError
+from ...core.spec import LayerSpec, MoESpec, TensorInfo, make_tensor
 
 # Keys whose values must be positive and below a plausibility bound.
 _BOUNDS = {

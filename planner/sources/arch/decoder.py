@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...spec import FULL, SLIDING, LayerSpec, MoESpec
+from ...core.spec import FULL, SLIDING, LayerSpec, MoESpec
 from .base import ArchSpec, BaseArgs, Tensors, config_dtype, finish, require_positive
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...spec import MLA, LayerSpec, MoESpec
+from ...core.spec import MLA, LayerSpec, MoESpec
 from .base import ArchSpec, BaseArgs, Tensors, config_dtype, finish, require_positive
 
 

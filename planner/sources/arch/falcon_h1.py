@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...spec import FULL, LayerSpec
+from ...core.spec import FULL, LayerSpec
 from .base import ArchSpec, BaseArgs, Tensors, config_dtype, finish, require_positive
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...spec import SLIDING, LayerSpec, MoESpec
+from ...core.spec import SLIDING, LayerSpec, MoESpec
 from .base import ArchSpec, Tensors, config_dtype, finish, require_positive
 from .decoder import DecoderArgs, Style, layer_kinds
 

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...errors import ConfigError
-from ...spec import FULL, NONE, LayerSpec, MoESpec
+from ...core.errors import ConfigError
+from ...core.spec import FULL, NONE, LayerSpec, MoESpec
 from .base import ArchSpec, BaseArgs, Tensors, config_dtype, finish, require_positive
 
 _PATTERN = {"M": "mamba", "*": "attention", "-": "mlp", "E": "moe"}

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...spec import FULL, NONE, LayerSpec, MoESpec
+from ...core.spec import FULL, NONE, LayerSpec, MoESpec
 from .base import ArchSpec, Tensors, config_dtype, finish, require_positive
 from .decoder import DecoderArgs, is_moe_layer
 

@@ -26,7 +26,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from .constants import (
+from ..core.constants import (
     PRIOR_CROSS_FAMILY,
     PRIOR_CROSS_FAMILY_SOURCE,
     PRIOR_MIN_HALF_WIDTH,
@@ -34,8 +34,8 @@ from .constants import (
     PRIOR_SAME_FAMILY_SOURCE,
     catalog_dir,
 )
-from .errors import ConfigError, UsageError
-from .speed import alpha_for_expected, bisect_increasing, expected_accepted
+from ..core.errors import ConfigError, UsageError
+from .model import alpha_for_expected, bisect_increasing, expected_accepted
 
 ALPHA, GREEDY_MATCH, ACCEPTED_PER_DRAFTED, TAU = "alpha", "greedy_match", "accepted_per_drafted", "tau"
 CONVENTIONS = (ALPHA, GREEDY_MATCH, ACCEPTED_PER_DRAFTED, TAU)
@@ -348,7 +348,7 @@ OUTCOMES = ("faster", "slower", "no gain")
 
 @lru_cache(maxsize=4)
 def _load_pairs(directory: str) -> tuple[PairEntry, ...]:
-    from .sources.jsonio import read_json
+    from ..core.jsonio import read_json
 
     entries: list[PairEntry] = []
     seen: dict[str, str] = {}

@@ -26,7 +26,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from .constants import (
+from ..core.constants import (
     APPLE_WORKING_SET_FRACTION_LARGE,
     APPLE_WORKING_SET_FRACTION_SMALL,
     APPLE_WORKING_SET_LARGE_FROM_BYTES,
@@ -36,7 +36,7 @@ from .constants import (
     MiB,
     catalog_dir,
 )
-from .errors import ConfigError, MachineError
+from ..core.errors import ConfigError, MachineError
 
 KINDS = ("gpu", "apple", "cpu")
 FLOP_DTYPES = ("bf16", "fp16", "fp8", "int8")
@@ -193,7 +193,7 @@ def read_entry(path: str | Path) -> dict[str, Any]:
     Raises:
         MachineError: unreadable, too large, not JSON, or not the schema.
     """
-    from .sources.jsonio import read_json
+    from ..core.jsonio import read_json
 
     try:
         data = read_json(path, max_bytes=MACHINE_JSON_MAX_BYTES, what="machine file")

@@ -25,9 +25,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import check, fit, plan, roofline
-from .errors import ConfigError, MachineError, UsageError
-from .report import fmt_bytes
+from ..core.errors import ConfigError, MachineError, UsageError
+from ..fits import fit
+from ..plan import check
+from ..plan import recommend as plan
+from ..speed import model as speed
+from ..speed import roofline
+from .text import fmt_bytes
 
 COLORS = {"target weights": "#1f4e79", "draft weights": "#5b9bd5", "target KV cache": "#c55a11",
           "draft KV cache": "#f4b183", "activations": "#70ad47", "overhead": "#7f7f7f", "headroom": "#e2efda"}
@@ -105,7 +109,7 @@ def recommend_for(sc: check.Scenario) -> tuple[plan.Recommendation | None, str |
 
 
 def _with_draft(sc: check.Scenario, ref: str) -> check.Scenario:
-    from .sources import load_spec
+    from ..sources import load_spec
 
     d = replace(sc.deployment, draft=ref)
     spec = load_spec(ref)
@@ -225,7 +229,7 @@ def overview_blocks(s: Section) -> list[Block]:
 
 
 def _value(requirement: str, value: Any) -> str:
-    from .commands.check import format_value
+    from ..commands.check import format_value
 
     return format_value(requirement, value)
 
@@ -305,7 +309,6 @@ def verify_blocks(s: Section) -> list[Block]:
 
 def speed_series(sp: check.Speed) -> tuple[list[float], list[float], list[float]]:
     """S(K) for K = 1..len at the central, low and high alpha (the acceptance interval's band)."""
-    from . import speed
 
     c, a = sp.costs, sp.acceptance
     top = len(sp.prediction.speedup_by_k)
@@ -596,7 +599,7 @@ def write(sections: Sequence[Section], out: str, *, title: str, subtitle: str,
     """
     from pathlib import Path
 
-    from .atomic import atomic_write
+    from ..core.atomic import atomic_write
 
     p = Path(out)
     suffix = p.suffix.lower()

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .constants import JSON_MAX_BYTES
-from .errors import ConfigError, PlannerError
-from .units import parse_bytes, parse_tokens
+from ..core.constants import JSON_MAX_BYTES
+from ..core.errors import ConfigError, PlannerError
+from ..core.units import parse_bytes, parse_tokens
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -281,27 +281,27 @@ def _checked(origin: str, where: str, key: str, fn: Any) -> Any:
 
 
 def _engine(name: str) -> str:
-    from .memory import canonical_engine
+    from ..fits.memory import canonical_engine
 
     return canonical_engine(name)
 
 
 def _kv(value: str, engine: str) -> None:
-    from .memory import kv_format
+    from ..fits.memory import kv_format
 
     if value.strip().lower() != "auto":
         kv_format(value, "BF16", engine)
 
 
 def _weights(value: str) -> None:
-    from .quant import parse_scheme
+    from ..core.quant import parse_scheme
 
     parse_scheme(value)
 
 
 def _acceptance(value: Any) -> None:
     if isinstance(value, str):
-        from .plan import parse_acceptance
+        from .recommend import parse_acceptance
 
         parse_acceptance(value)
 

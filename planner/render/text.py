@@ -11,7 +11,7 @@ from typing import Any
 
 from tabulate import tabulate
 
-from .memory import Ledger, ModelLedger
+from ..fits.memory import Ledger, ModelLedger
 
 
 def fmt_bytes(n: int | float | None) -> str:

@@ -22,9 +22,9 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from . import constants, speed
-from .errors import ProfileError
-from .sources import jsonio
+from ..core import constants, jsonio
+from ..core.errors import ProfileError
+from . import model as speed
 
 SCHEMA_VERSION = 1
 SEVERITIES = ("ok", "info", "warning", "problem")
@@ -493,7 +493,7 @@ def load_profile(path: str | Path) -> Profile:
 
 
 def save_profile(profile: Profile, path: str | Path, *, inputs: Sequence[str | Path] = ()) -> Path:
-    """Write the profile atomically (temp file in the same folder + os.replace; planner.atomic).
+    """Write the profile atomically (temp file in the same folder + os.replace; planner.core.atomic).
 
     Args:
         profile: what to write.
@@ -506,6 +506,6 @@ def save_profile(profile: Profile, path: str | Path, *, inputs: Sequence[str | P
     Raises:
         UsageError: the destination is one of the inputs, a directory, or cannot be written.
     """
-    from .atomic import atomic_write
+    from ..core.atomic import atomic_write
 
     return atomic_write(path, json.dumps(profile_json(profile), indent=2) + "\n", inputs=inputs)

@@ -13,8 +13,8 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from ..constants import JSON_MAX_BYTES
-from ..errors import ConfigError
+from .constants import JSON_MAX_BYTES
+from .errors import ConfigError
 
 
 def _reject_constant(token: str) -> float:

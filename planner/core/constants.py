@@ -54,11 +54,11 @@ def catalog_dir() -> Path:
     override = os.environ.get("SPEC_PLANNER_CATALOG")
     if override:
         return Path(override)
-    here = Path(__file__).resolve().parent
-    for candidate in (here.parent / "catalogs", here / "catalogs"):
+    package = Path(__file__).resolve().parents[1]  # planner/ (this file is planner/core/constants.py)
+    for candidate in (package.parent / "catalogs", package / "catalogs"):
         if candidate.is_dir():
             return candidate
-    return here.parent / "catalogs"
+    return package.parent / "catalogs"
 
 
 # --- bounds on untrusted inputs -------------------------------------------------
@@ -116,7 +116,7 @@ OVERHEAD_SOURCES = {
 }
 ENGINES = ("transformers", "vllm", "sglang", "llama.cpp", "mlx")
 
-# --- fit: per-device budgets (planner/fit.py, planner/machine.py) ---------------
+# --- fit: per-device budgets (planner/fits/fit.py, planner/fits/machine.py) ---------------
 # Share of each GPU an engine may fill: vLLM gpu_memory_utilization 0.9; SGLang sizes
 # mem_fraction_static per GPU (server_args.py, ~0.8-0.9), taken as vLLM's 0.9; llama.cpp,
 # transformers and MLX use the whole device (llama.cpp keeps its own margin, below).
@@ -171,9 +171,9 @@ def gguf_test_dir() -> Path:
     override = os.environ.get("SPEC_PLANNER_GGUF_DIR")
     if override:
         return Path(override).expanduser()
-    return Path(__file__).resolve().parent.parent / ".cache" / "gguf"
+    return Path(__file__).resolve().parents[2] / ".cache" / "gguf"
 
-# --- probe (planner/probe, planner/profile.py) -------------------------------
+# --- probe (planner/probe, planner/speed/profile.py) -------------------------------
 # Whole-probe time budget, seconds: a CPU probe must finish in about a minute; accelerators
 # get longer because the models probed there are larger (random init of their weights takes time).
 PROBE_BUDGET_S = {"cpu": 60.0, "cuda": 120.0, "mps": 120.0}
@@ -192,7 +192,7 @@ PROBE_WARMUP = 2
 PROFILE_MAX_BYTES = 4 * MiB
 PROBE_IMPORT_MAX_BYTES = 16 * MiB
 PROBE_PROMPTS_MAX_BYTES = 4 * MiB
-# Diagnosis thresholds (planner/profile.py). Verification slope s = (t_v(n)/t_v(1) - 1)/(n - 1):
+# Diagnosis thresholds (planner/speed/profile.py). Verification slope s = (t_v(n)/t_v(1) - 1)/(n - 1):
 # 0 = batch-parallel (flat), 1 = n sequential single-token forwards (the quantised-Metal failure).
 VERIFY_SLOPE_WARN = 0.25
 VERIFY_SLOPE_BAD = 0.5
@@ -202,7 +202,7 @@ VERIFY_SLOPE_BAD = 0.5
 DRAFT_RATIO_WARN = 0.25
 DRAFT_RATIO_BAD = 0.5
 
-# --- speed model: roofline overhead and acceptance priors (planner/roofline.py, acceptance.py) ---
+# --- speed model: roofline overhead and acceptance priors (planner/speed/roofline.py, acceptance.py) ---
 # Per-forward engine overhead added to a roofline time: (seconds per forward, seconds per layer).
 #  - transformers (eager PyTorch, no CUDA graphs): Llama-2-7B bf16 on A100 ran 25.5 tok/s eager vs
 #    107 tok/s with torch.compile + CUDA graphs, "heavily CPU overhead bound" (PyTorch blog "GPT, Fast",
@@ -242,7 +242,7 @@ PRIOR_CROSS_FAMILY_SOURCE = ("assumed: cross-family pairs need a vocabulary tran
 PRIOR_MIN_HALF_WIDTH = 0.05
 
 
-# --- pairing advice (planner/pairing.py) --------------------------------------
+# --- pairing advice (planner/pairing/pair.py) --------------------------------------
 # Draft size heuristics (DESIGN.md "Family advice"): usual drafts are the 0.5B-3B classes (bounds
 # widened so Qwen2.5-0.5B's 0.49B and Llama-3.2-3B's 3.21B count) and well under a tenth of the
 # target's (active) parameters. Up to a fifth is still common (Llama-3.1-8B + 3.2-1B is 15% and gave

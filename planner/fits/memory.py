@@ -16,8 +16,8 @@ from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from types import MappingProxyType
 
-from . import dtypes, quant
-from .constants import (
+from ..core import dtypes, quant
+from ..core.constants import (
     LLAMACPP_CTX_PAD,
     LLAMACPP_UBATCH,
     OVERHEAD_BYTES,
@@ -26,8 +26,8 @@ from .constants import (
     VLLM_BLOCK_TOKENS,
     VLLM_MAX_BATCHED_TOKENS,
 )
-from .errors import UsageError
-from .spec import CHUNKED, FULL, MLA, NONE, SLIDING, LayerSpec, ModelSpec, TensorInfo
+from ..core.errors import UsageError
+from ..core.spec import CHUNKED, FULL, MLA, NONE, SLIDING, LayerSpec, ModelSpec, TensorInfo
 
 ENGINE_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp", "hf": "transformers",
                   "mlx-lm": "mlx", "mlx_lm": "mlx", "ollama": "llama.cpp", "lmstudio": "llama.cpp"}

@@ -19,11 +19,11 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from . import memory
-from .constants import ENGINE_FORWARD_OVERHEAD_S, ENGINE_FORWARD_OVERHEAD_SOURCES
-from .errors import MachineError, UsageError
-from .memory import Settings
-from .spec import CHUNKED, NONE, SLIDING, ModelSpec
+from ..core.constants import ENGINE_FORWARD_OVERHEAD_S, ENGINE_FORWARD_OVERHEAD_SOURCES
+from ..core.errors import MachineError, UsageError
+from ..core.spec import CHUNKED, NONE, SLIDING, ModelSpec
+from ..fits import memory
+from ..fits.memory import Settings
 
 LABEL = "roofline"
 

@@ -25,8 +25,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from . import memory
-from .constants import (
+from ..core.constants import (
     CPU_USABLE_FRACTION,
     DEVICE_MARGIN_BYTES,
     FIT_MAX_BATCH,
@@ -38,7 +37,9 @@ from .constants import (
     OVERHEAD_SOURCES,
     TP_COMM_BYTES,
 )
-from .errors import UsageError
+from ..core.errors import UsageError
+from ..core.spec import MLA, LayerSpec, ModelSpec, TensorInfo
+from . import memory
 from .machine import Device, Machine, apple_working_set_fraction, with_overrides
 from .memory import (
     LATENT_MLA_ENGINES,
@@ -50,7 +51,6 @@ from .memory import (
     kv_per_token,
     ledger,
 )
-from .spec import MLA, LayerSpec, ModelSpec, TensorInfo
 
 # Tensor groups each engine keeps whole on every tensor-parallel rank; the rest is split / tp.
 # vLLM/SGLang shard the vocabulary of both embedding and lm_head (VocabParallelEmbedding,
@@ -634,7 +634,7 @@ def fit(p: Problem, *, smaller_drafts: Sequence[ModelSpec] = ()) -> FitResult:
 
     Example:
         >>> from planner.sources import load_spec
-        >>> from planner.machine import get_machine
+        >>> from planner.fits.machine import get_machine
         >>> r = fit(Problem(load_spec("llama-3.1-8b"), get_machine("rtx-4090"), Settings(engine="llama.cpp")))
         >>> r.fits, r.max_context_limit
         (True, 'memory')

@@ -20,15 +20,15 @@ from itertools import pairwise
 from types import MappingProxyType
 from typing import Any
 
-from .constants import (
+from ..core.constants import (
     PAIR_DRAFT_RATIO_MAX,
     PAIR_DRAFT_RATIO_TYPICAL,
     PAIR_DRAFT_RATIO_WARN,
     PAIR_DRAFT_TYPICAL_PARAMS,
     catalog_dir,
 )
-from .errors import ConfigError, UsageError
-from .spec import ModelSpec, TokenizerFingerprint
+from ..core.errors import ConfigError, UsageError
+from ..core.spec import ModelSpec, TokenizerFingerprint
 
 ENGINES = ("llama.cpp", "vllm", "transformers", "mlx-lm")
 ENGINE_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp", "mlx": "mlx-lm",
@@ -419,7 +419,7 @@ def vocab_overlap(t: TokenizerFingerprint | None, d: TokenizerFingerprint | None
 
 @lru_cache(maxsize=2)
 def _catalog(directory: str) -> dict[str, Any]:
-    from .sources.jsonio import read_json_object
+    from ..core.jsonio import read_json_object
 
     return read_json_object(f"{directory}/heterogeneous_vocab.json", what="heterogeneous vocabulary catalog")
 

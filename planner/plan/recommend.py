@@ -17,14 +17,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from . import acceptance as acc
-from . import engines, fit, pairing, roofline, speed
-from .constants import CPU_MATMUL_EFFICIENCY
-from .errors import MachineError, PlannerError, UsageError
-from .machine import Machine
-from .memory import Settings
-from .spec import ModelSpec
-from .speed import Costs
+from .. import engines
+from ..core.constants import CPU_MATMUL_EFFICIENCY
+from ..core.errors import MachineError, PlannerError, UsageError
+from ..core.spec import ModelSpec
+from ..fits import fit
+from ..fits.machine import Machine
+from ..fits.memory import Settings
+from ..pairing import pair as pairing
+from ..speed import acceptance as acc
+from ..speed import model as speed
+from ..speed import roofline
+from ..speed.model import Costs
 
 # KV cache types worth trying per engine, unquantised first (quantised KV is not lossless).
 KV_OPTIONS = {"vllm": ("auto", "fp8"), "sglang": ("auto", "fp8"), "llama.cpp": ("f16", "q8_0"),
@@ -105,7 +109,7 @@ def tokenizer_family(spec: ModelSpec) -> tuple[str | None, str]:
     against the catalog's tokenizer facts: token count (or config vocab_size), bos/eos ids,
     model_type and name; the match with the most agreeing facts wins.
     """
-    from .sources import catalog
+    from ..sources import catalog
 
     fp = spec.tokenizer
     if fp is not None and fp.family:
@@ -144,7 +148,7 @@ def tokenizer_family(spec: ModelSpec) -> tuple[str | None, str]:
 
 def catalog_candidates(target: ModelSpec, family: str | None) -> list[Candidate]:
     """Catalog models sharing the target's tokenizer family and much smaller than it."""
-    from .sources import catalog, load_spec
+    from ..sources import catalog, load_spec
 
     if family is None:
         return []

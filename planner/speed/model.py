@@ -25,8 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from .constants import DRAFT_RATIO_WARN, VERIFY_SLOPE_WARN
-from .errors import UsageError
+from ..core.constants import DRAFT_RATIO_WARN, VERIFY_SLOPE_WARN
+from ..core.errors import UsageError
 
 if TYPE_CHECKING:
     from .acceptance import Acceptance

@@ -25,13 +25,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from . import acceptance as acc
-from . import fit, pairing, plan, speed
-from .errors import ConfigError, MachineError, PlannerError, UsageError
-from .machine import Machine, custom_gpu, get_machine, with_overrides
-from .memory import Settings
+from ..core.errors import ConfigError, MachineError, PlannerError, UsageError
+from ..core.spec import ModelSpec
+from ..fits import fit
+from ..fits.machine import Machine, custom_gpu, get_machine, with_overrides
+from ..fits.memory import Settings
+from ..pairing import pair as pairing
+from ..speed import acceptance as acc
+from ..speed import model as speed
+from . import recommend as plan
 from .policy import Deployment, Policy
-from .spec import ModelSpec
 
 FITS, MIN_HEADROOM, MAX_TOTAL, COMPATIBLE, MIN_SPEEDUP = (
     "fits", "min_headroom", "max_total_memory", "compatible", "min_speedup")
@@ -53,7 +56,7 @@ class Scenario:
     settings: Settings  # spec_tokens = K (or max_k) when drafting: the verify rows the ledger holds
     layout: fit.Layout
     given_acceptance: acc.Acceptance | None
-    profile: object | None  # profile.Profile (read lazily: planner.profile is only read here)
+    profile: object | None  # profile.Profile (read lazily: planner.speed.profile is only read here)
     profile_path: str | None
     origin: str = "policy"  # the policy file (or "command line"), for messages
 
@@ -178,7 +181,7 @@ def _ref(ref: str, base: Path) -> str:
 
 
 def _load(ref: str, d: Deployment, key: str, cache: dict[str, ModelSpec], origin: str) -> ModelSpec:
-    from .sources import load_spec
+    from ..sources import load_spec
 
     if ref not in cache:
         try:
@@ -206,7 +209,7 @@ def scenarios(d: Deployment, machines: Sequence[Machine], *, base: str | Path = 
     Raises:
         ConfigError: a model or profile that cannot be read (names the deployment and key).
     """
-    from .profile import load_profile
+    from ..speed.profile import load_profile
 
     cache = {} if cache is None else cache
     base = Path(base)
@@ -346,7 +349,7 @@ def assess(sc: Scenario, *, need_speed: bool = True) -> Assessment:
 # --- requirements ----------------------------------------------------------------------------
 
 def _gib(n: int | None) -> str:
-    from .report import fmt_bytes
+    from ..render.text import fmt_bytes
 
     return fmt_bytes(n)
 
@@ -468,7 +471,7 @@ def check(policy: Policy, *, machines: Sequence[str] = (), deployments: Sequence
             cannot be predicted.
 
     Example:
-        >>> from planner.policy import parse_policy
+        >>> from planner.plan.policy import parse_policy
         >>> pol = parse_policy({"deployment": [{"name": "a", "target": "llama-3.1-8b",
         ...                     "machine": "h100-sxm"}]}, "planner.toml")
         >>> check(pol).passed
