@@ -20,8 +20,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from planner.core.constants import gguf_test_dir  # noqa: E402
 from planner.sources.gguf import read_gguf  # noqa: E402
+from tests.gguf_dir import gguf_test_dir  # noqa: E402
 
 TARGET_S = 0.5
 DEFAULT_FILES = ("SmolLM2-135M-Instruct.Q4_1.gguf", "gemma-3-270m-q4_k_m.gguf")

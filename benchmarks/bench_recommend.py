@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 
+from planner.drafting import DraftModel
 from planner.plan import recommend as plan
 
 
@@ -30,7 +31,7 @@ def main() -> None:
     target = sys.argv[1] if len(sys.argv) > 1 else "llama-3.1-70b-instruct"
     machine = sys.argv[2] if len(sys.argv) > 2 else "8x-h100-sxm"
     from planner.core.errors import PlannerError
-    from planner.fits.machine import get_machine
+    from planner.fits.machine_lookup import get_machine
     from planner.sources import catalog, load_spec
 
     t = load_spec(target)
@@ -44,7 +45,7 @@ def main() -> None:
         except PlannerError:
             continue
         if s.weights.resident_bytes < t.weights.resident_bytes:
-            cands.append(plan.Candidate(e["id"], s))
+            cands.append(DraftModel(s, e["id"]))
 
     def run_all() -> None:
         plan.recommend(t, t.id, m, engine="vllm", context=8192, candidates=cands)

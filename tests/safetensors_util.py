@@ -15,8 +15,8 @@ from pathlib import Path
 ITEMSIZE = {"BF16": 2, "F16": 2, "F32": 4, "I32": 4, "U8": 1, "I8": 1, "F8_E4M3": 1}
 
 
-def write_sparse(path: Path, tensors: list[tuple[str, str, tuple[int, ...]]], *, pad_to: int = 8) -> int:
-    """Write `tensors` (name, dtype, shape) as a header-only safetensors file; returns data bytes."""
+def header_dict(tensors: list[tuple[str, str, tuple[int, ...]]]) -> tuple[dict, int]:
+    """The safetensors header of `tensors` (name, dtype, shape), packed in order, and its data bytes."""
     header, offset = {}, 0
     for name, dtype, shape in tensors:
         n = ITEMSIZE[dtype]
@@ -25,6 +25,12 @@ def write_sparse(path: Path, tensors: list[tuple[str, str, tuple[int, ...]]], *,
         header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + n]}
         offset += n
     header["__metadata__"] = {"format": "pt"}
+    return header, offset
+
+
+def write_sparse(path: Path, tensors: list[tuple[str, str, tuple[int, ...]]], *, pad_to: int = 8) -> int:
+    """Write `tensors` (name, dtype, shape) as a header-only safetensors file; returns data bytes."""
+    header, offset = header_dict(tensors)
     blob = json.dumps(header, separators=(",", ":")).encode()
     blob += b" " * (-len(blob) % pad_to)
     with path.open("wb") as fh:

@@ -9,7 +9,7 @@ import pytest
 
 from planner.cli import main
 from planner.fits import fit
-from planner.fits.machine import get_machine
+from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings
 from planner.plan.check import check
 from planner.plan.policy import load_policy

@@ -18,7 +18,8 @@ from planner.cli import main
 from planner.core.constants import GiB, MiB
 from planner.core.errors import UsageError
 from planner.fits import fit as F
-from planner.fits.machine import Device, custom_gpu, get_machine, with_overrides
+from planner.fits.machine import Device, custom_gpu, with_overrides
+from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings, ledger, model_ledger
 from planner.render.text import ledger_json
 from planner.sources import load_spec

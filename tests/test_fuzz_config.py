@@ -15,15 +15,15 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from planner.core.constants import fuzz_examples
 from planner.sources import load_spec, spec_from_located
-from planner.sources.resolve import Located
+from planner.sources.located import Located
 
 from .conftest import CONFIGS
-from .test_fuzz_harness import (
+from .fuzz.harness import (
     WRONG_TYPES,
     dump_json,
     field_variants,
+    fuzz_examples,
     fuzz_settings,
     mutate_bytes,
     mutate_json,

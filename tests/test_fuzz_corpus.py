@@ -15,10 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from .test_fuzz_harness import CORPUS, CliRun, run_cli
-from .test_fuzz_safetensors import SHARD_FILES, TINY
-from .test_fuzz_tokenizer import CONFIG as TOKENIZER_MODEL_CONFIG
-from .test_fuzz_tokenizer import TOKENIZER_CONFIG, TOKENIZERS
+from .fuzz.harness import CORPUS, CliRun, run_cli
+from .fuzz.safetensors_inputs import SHARD_FILES, TINY
+from .fuzz.tokenizer_inputs import TOKENIZER_CONFIG, TOKENIZER_MODEL_CONFIG, TOKENIZERS
 
 READERS = ("safetensors", "index", "config", "tokenizer", "gguf", "policy", "machine", "profile", "bench")
 _ROW = re.compile(r"^\|\s*`([^`]+)`\s*\|\s*`([^`]+)`\s*\|([^|]*)\|\s*(.+?)\s*\|\s*$")

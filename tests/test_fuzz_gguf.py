@@ -30,7 +30,7 @@ from planner.sources.gguf_header import (
     UINT64,
 )
 
-from .test_fuzz_harness import (
+from .fuzz.harness import (
     BIG_INTS,
     HOSTILE_STRINGS,
     INTERESTING_INTS,

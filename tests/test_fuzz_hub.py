@@ -8,46 +8,15 @@ command and reports exit code, stdout and stderr as JSON). Nothing leaves the ma
 from __future__ import annotations
 
 import json
-import os
 import socket
 import struct
-import subprocess
-import sys
 import time
 from pathlib import Path
 
 from .conftest import CONFIGS
+from .fuzz.harness import run_planner
 from .hub_server import HubServer, Sparse
 from .safetensors_util import llama_tensors, write_sparse
-
-RUNNER = """
-import contextlib, io, json, sys
-from planner.cli import main
-out = []
-for argv in json.loads(sys.argv[1]):
-    o, e = io.StringIO(), io.StringIO()
-    code = 0
-    with contextlib.redirect_stdout(o), contextlib.redirect_stderr(e):
-        try:
-            main(argv)
-        except SystemExit as x:
-            code = x.code
-        except BaseException as x:  # a traceback: reported, the test fails on it
-            import traceback
-            e.write("TRACEBACK " + traceback.format_exc())
-            code = -1
-    out.append({"code": code, "out": o.getvalue(), "err": e.getvalue()})
-print(json.dumps(out))
-"""
-
-
-def run_planner(commands: list[list[str]], env: dict[str, str], timeout: float = 120) -> list[dict]:
-    full = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "SPEC_PLANNER"))}
-    full.update({"HF_HUB_DISABLE_XET": "1", "HF_HUB_DISABLE_TELEMETRY": "1", **env})
-    r = subprocess.run([sys.executable, "-c", RUNNER, json.dumps(commands)], capture_output=True, text=True,
-                       env=full, timeout=timeout, cwd=Path(__file__).parent.parent)
-    assert r.returncode == 0, r.stderr
-    return json.loads(r.stdout.strip().splitlines()[-1])
 
 
 def one_error_line(res: dict, *fragments: str) -> str:

@@ -8,9 +8,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from planner.core.constants import catalog_dir
-from planner.fits.machine import get_machine
+from planner.fits.machine_lookup import get_machine
 
-from .test_fuzz_harness import (
+from .fuzz.harness import (
     dump_json,
     extreme_variants,
     field_variants,

@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from planner.plan.policy import load_policy
 
-from .test_fuzz_harness import (
+from .fuzz.harness import (
     Raw,
     extreme_variants,
     field_variants,

@@ -17,7 +17,8 @@ CHILD = """
 import json, resource
 import torch
 from planner.core.errors import UsageError
-from planner.probe.runner import ProbeSettings, run_synthetic
+from planner.probe.runner import run_synthetic
+from planner.probe.settings import ProbeSettings
 from planner.sources import load_spec
 
 spec = load_spec("llama-3.1-8b")  # ~16 GB of bf16 weights: far above the cap below

@@ -15,7 +15,7 @@ from hypothesis import strategies as st
 from planner.probe.importers import import_file, profile_from_import
 from planner.speed.profile import load_profile
 
-from .test_fuzz_harness import (
+from .fuzz.harness import (
     FIXTURES,
     dump_json,
     extreme_variants,

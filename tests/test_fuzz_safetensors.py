@@ -1,7 +1,8 @@
 """Fuzz the safetensors readers: header length prefix, header JSON, data region, shard index.
 
 Base input: a real (tiny) Llama checkpoint, header written like safetensors does and the data
-region present, so truncation and offset mutations can land past the end of the file.
+region present, so truncation and offset mutations can land past the end of the file
+(tests/fuzz/safetensors_inputs.py, shared with the corpus runner).
 """
 
 from __future__ import annotations
@@ -16,8 +17,7 @@ from hypothesis import strategies as st
 from planner.sources import load_spec
 from planner.sources.safetensors import read_header
 
-from .safetensors_util import ITEMSIZE, llama_tensors
-from .test_fuzz_harness import (
+from .fuzz.harness import (
     U64_VALUES,
     dump_json,
     extreme_variants,
@@ -31,34 +31,10 @@ from .test_fuzz_harness import (
     scratch,
     scratch_file,
 )
+from .fuzz.safetensors_inputs import HALF, SHARD_FILES, SHARDS, TENSORS, TINY, safetensors_bytes
+from .safetensors_util import header_dict
 
-TINY = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-        "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 128, "max_position_embeddings": 2048,
-        "torch_dtype": "bfloat16", "tie_word_embeddings": False, "rms_norm_eps": 1e-5}
-TENSORS = llama_tensors(TINY)
-
-
-def header_dict(tensors=TENSORS) -> tuple[dict, int]:
-    header, offset = {}, 0
-    for name, dtype, shape in tensors:
-        n = ITEMSIZE[dtype]
-        for d in shape:
-            n *= d
-        header[name] = {"dtype": dtype, "shape": list(shape), "data_offsets": [offset, offset + n]}
-        offset += n
-    header["__metadata__"] = {"format": "pt"}
-    return header, offset
-
-
-BASE_HEADER, DATA_BYTES = header_dict()
-
-
-def safetensors_bytes(header: dict | bytes, data_bytes: int, length: int | None = None) -> bytes:
-    blob = header if isinstance(header, bytes) else json.dumps(header, separators=(",", ":")).encode()
-    blob += b" " * (-len(blob) % 8)
-    return struct.pack("<Q", len(blob) if length is None else length) + blob + b"\x00" * data_bytes
-
-
+BASE_HEADER, DATA_BYTES = header_dict(TENSORS)
 BASE_FILE = safetensors_bytes(BASE_HEADER, DATA_BYTES)
 HEADER_END = 8 + struct.unpack("<Q", BASE_FILE[:8])[0]
 
@@ -114,10 +90,6 @@ def test_fuzz_header_cli(blob):
 
 # --- sharded checkpoints: the index ------------------------------------------------------------
 
-SHARDS = ("model-00001-of-00002.safetensors", "model-00002-of-00002.safetensors")
-HALF = len(TENSORS) // 2
-SHARD_FILES = {SHARDS[0]: safetensors_bytes(*header_dict(TENSORS[:HALF])),
-               SHARDS[1]: safetensors_bytes(*header_dict(TENSORS[HALF:]))}
 BASE_INDEX = {"metadata": {"total_size": DATA_BYTES},
               "weight_map": {t[0]: SHARDS[0 if i < HALF else 1] for i, t in enumerate(TENSORS)}}
 

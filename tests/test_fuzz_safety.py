@@ -22,9 +22,8 @@ from planner.core.errors import UsageError
 from planner.sources import load_spec
 
 from .conftest import CONFIGS
-from .test_fuzz_harness import run_cli
-from .test_fuzz_hub import run_planner
-from .test_fuzz_tokenizer import TOKENIZERS
+from .fuzz.harness import run_cli, run_planner
+from .fuzz.tokenizer_inputs import TOKENIZERS
 
 PICKLES = ("pytorch_model.bin", "model.pt", "consolidated.pth", "optimizer.pkl", "last.ckpt", "training_args.bin")
 

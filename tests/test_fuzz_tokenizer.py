@@ -1,8 +1,8 @@
 """Fuzz the tokenizer readers: tokenizer.json (BPE, Unigram, WordPiece), vocab.json, tokenizer_config.json,
 special_tokens_map.json and chat templates, read for a fingerprint and through `planner pair`.
 
-Base inputs are written by the `tokenizers` library itself (Tokenizer.to_str), so they are the
-exact layout real repositories hold; the side files follow transformers' save_pretrained.
+Base inputs are written by the `tokenizers` library itself (Tokenizer.to_str, tests/fuzz/tokenizer_inputs.py),
+so they are the exact layout real repositories hold; the side files follow transformers' save_pretrained.
 """
 
 from __future__ import annotations
@@ -12,11 +12,11 @@ from pathlib import Path
 
 from hypothesis import given
 from hypothesis import strategies as st
-from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors
 
-from planner.sources.tokenizer import ConfigFacts, fingerprint_from_files
+from planner.sources.tokenizer import fingerprint_from_files
+from planner.sources.tokenizer_special import ConfigFacts
 
-from .test_fuzz_harness import (
+from .fuzz.harness import (
     HOSTILE_STRINGS,
     dump_json,
     extreme_variants,
@@ -29,47 +29,10 @@ from .test_fuzz_harness import (
     run_reader,
     scratch,
 )
+from .fuzz.tokenizer_inputs import TOKENIZER_CONFIG, TOKENIZER_MODEL_CONFIG, TOKENIZERS
 
-
-def _bpe() -> dict:
-    vocab = {"<s>": 0, "</s>": 1, "<unk>": 2}
-    for c in "abcdefghij ":
-        vocab[c] = len(vocab)
-    merges = [("a", "b"), ("c", "d"), ("ab", "cd")]
-    for a, b in merges:
-        vocab[a + b] = len(vocab)
-    tok = Tokenizer(models.BPE(vocab=vocab, merges=merges, unk_token="<unk>"))
-    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
-    tok.decoder = decoders.ByteLevel()
-    tok.add_special_tokens(["<s>", "</s>", "<|im_start|>"])
-    tok.post_processor = processors.TemplateProcessing(single="<s> $A </s>", pair="<s> $A <s> $B",
-                                                       special_tokens=[("<s>", 0), ("</s>", 1)])
-    return json.loads(tok.to_str())
-
-
-def _unigram() -> dict:
-    tok = Tokenizer(models.Unigram([("<unk>", 0.0), ("a", -1.0), ("b", -2.0), ("ab", -1.5)], unk_id=0))
-    return json.loads(tok.to_str())
-
-
-def _wordpiece() -> dict:
-    tok = Tokenizer(models.WordPiece({"[UNK]": 0, "[CLS]": 1, "[SEP]": 2, "a": 3, "##b": 4}, unk_token="[UNK]"))
-    tok.post_processor = processors.BertProcessing(("[SEP]", 2), ("[CLS]", 1))
-    return json.loads(tok.to_str())
-
-
-TOKENIZERS = {"bpe": _bpe(), "unigram": _unigram(), "wordpiece": _wordpiece()}
-TOKENIZER_CONFIG = {
-    "add_bos_token": True, "add_eos_token": False, "bos_token": "<s>", "eos_token": {"content": "</s>"},
-    "unk_token": "<unk>", "pad_token": None, "tokenizer_class": "LlamaTokenizer", "model_max_length": 4096,
-    "added_tokens_decoder": {"0": {"content": "<s>", "special": True}, "1": {"content": "</s>", "special": True}},
-    "chat_template": "{% for m in messages %}{{ m['content'] }}{% endfor %}",
-}
 SPECIAL_MAP = {"bos_token": "<s>", "eos_token": "</s>", "unk_token": {"content": "<unk>"}}
 VOCAB_JSON = {"a": 0, "b": 1, "ab": 2, "<|endoftext|>": 3}
-CONFIG = {"model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
-          "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 18, "bos_token_id": 0,
-          "eos_token_id": 1}
 
 
 @st.composite
@@ -139,10 +102,10 @@ def test_fuzz_tokenizer_cli(files):
         good, bad = d / "target", d / "draft"
         good.mkdir()
         bad.mkdir()
-        _write(good, {"config.json": json.dumps(CONFIG).encode(),
+        _write(good, {"config.json": json.dumps(TOKENIZER_MODEL_CONFIG).encode(),
                       "tokenizer.json": json.dumps(TOKENIZERS["bpe"]).encode(),
                       "tokenizer_config.json": json.dumps(TOKENIZER_CONFIG).encode()})
-        paths = _write(bad, {"config.json": json.dumps(CONFIG).encode(), **files})
+        paths = _write(bad, {"config.json": json.dumps(TOKENIZER_MODEL_CONFIG).encode(), **files})
         run_cli(["pair", str(good), str(bad), "--json"], list(paths.values()))
 
 

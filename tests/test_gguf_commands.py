@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from planner.cli import main
-from planner.core.constants import gguf_test_dir
 
+from .gguf_dir import gguf_test_dir
 from .test_gguf import ARR, F32, STR, lm_kv, tok_kv, write_gguf
 
 
@@ -203,7 +203,7 @@ def test_real_probe_llamacpp_backend(smollm, tmp_path, capsys):
 def test_probe_llamacpp_on_a_tiny_gguf(tmp_path):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install spec-planner[llamacpp])")
     from planner.probe.llamacpp import run_llamacpp
-    from planner.probe.runner import ProbeSettings
+    from planner.probe.settings import ProbeSettings
     from planner.sources import load_spec
     from planner.speed.profile import load_profile, profile_json, save_profile
 
@@ -222,7 +222,7 @@ def test_probe_llamacpp_refuses_non_gguf(tmp_path):
     pytest.importorskip("llama_cpp", reason="llama-cpp-python is not installed (pip install spec-planner[llamacpp])")
     from planner.core.errors import UsageError
     from planner.probe.llamacpp import run_llamacpp
-    from planner.probe.runner import ProbeSettings
+    from planner.probe.settings import ProbeSettings
     from planner.sources import load_spec
 
     spec = load_spec("llama-3.2-1b-instruct")

@@ -18,11 +18,12 @@ import time
 
 import pytest
 
-from planner.core.constants import gguf_test_dir
 from planner.core.spec import FULL, SLIDING
 from planner.fits.memory import Settings, kv_cache, kv_per_token, layer_token_bytes
 from planner.sources import load_spec
 from planner.sources.gguf import read_gguf
+
+from .gguf_dir import gguf_test_dir
 
 SMOLLM = "SmolLM2-135M-Instruct.Q4_1.gguf"
 GEMMA = "gemma-3-270m-q4_k_m.gguf"

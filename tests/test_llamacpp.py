@@ -24,12 +24,27 @@ import pytest
 
 from planner import engines
 from planner.cli import main
-from planner.core.constants import gguf_test_dir
-from planner.fits.memory import Settings, kv_cache, kv_per_token, ledger, llamacpp_compute_bytes, model_ledger
+from planner.engines import llamacpp
+from planner.fits.memory import (
+    Settings,
+    kv_cache,
+    kv_per_token,
+    ledger,
+    model_ledger,
+    prefill_chunk,
+    runs_swa,
+)
 from planner.sources import load_spec
+
+from .gguf_dir import gguf_test_dir
 
 MiB = 1 << 20
 UBATCH = 512
+
+
+def llamacpp_compute_bytes(spec, s: Settings, context: int, **kw) -> int:
+    """llama.cpp's compute buffer for `spec` under settings `s` (the engine file's formula)."""
+    return llamacpp.compute_bytes(spec, context, s.batch, prefill_chunk(s, context), runs_swa(spec, s), **kw)
 
 
 def run(args, capsys):

@@ -14,8 +14,11 @@ from planner.cli import main
 from planner.core.constants import GiB, MiB
 from planner.core.errors import MachineError
 from planner.fits import machine as M
+from planner.fits import machine_catalog as C
+from planner.fits import machine_detect as D
+from planner.fits import machine_lookup as L
 
-ENTRIES = M.catalog_entries()
+ENTRIES = C.catalog_entries()
 REQUIRED = ["rtx-3060-12gb", "rtx-3080", "rtx-3090", "rtx-4060-ti-16gb", "rtx-4070-ti-super", "rtx-4080",
             "rtx-4090", "rtx-5080", "rtx-5090", "t4", "a10", "a10g", "l4", "l40s", "a100-40gb", "a100-80gb",
             "h100-pcie", "h100-sxm", "h200", "b200", "mi300x"]
@@ -37,8 +40,8 @@ def test_catalog_size_and_required_machines():
 
 @pytest.mark.parametrize("name", sorted(ENTRIES))
 def test_catalog_entry_schema(name):
-    path = M.machines_dir() / f"{name}.json"
-    e = M.read_entry(path)
+    path = C.machines_dir() / f"{name}.json"
+    e = C.read_entry(path)
     assert e["name"] == name and SLUG.match(name)
     assert e["kind"] in M.KINDS and isinstance(e["memory_bytes"], int) and e["memory_bytes"] >= 8 * GiB
     assert 50e9 <= e["bandwidth_bytes_per_s"] <= 10e12
@@ -57,7 +60,7 @@ def test_catalog_entry_schema(name):
         assert 0.5 < e["usable_fraction"] < 1 and e["sources"]["usable_fraction"].startswith("assumed")
     else:
         assert e["usable_fraction"] is None
-    m = M.machine_from_entry(e, str(path))
+    m = C.machine_from_entry(e, str(path))
     assert m.n_devices == e["devices"] and all(d.memory_bytes == e["memory_bytes"] for d in m.devices)
 
 
@@ -96,17 +99,17 @@ def test_schema_rejects(case, tmp_path):
     p = tmp_path / "box.json"
     p.write_text(json.dumps(entry))
     with pytest.raises(MachineError) as e:
-        M.get_machine(str(p))
+        L.get_machine(str(p))
     assert str(e.value).startswith(f"Cannot read machine from '{p}'")
 
 
 def test_lookup_file_and_overrides(tmp_path):
-    m = M.get_machine("RTX-4090")
+    m = L.get_machine("RTX-4090")
     assert m.name == "rtx-4090" and m.origin == "catalog" and m.memory_bytes == 24564 * MiB
     entry = dict(ENTRIES["l4"], name="my-box", devices=4)
     p = tmp_path / "my-box.json"
     p.write_text(json.dumps(entry))
-    f = M.get_machine(str(p))
+    f = L.get_machine(str(p))
     assert f.origin == "file" and f.n_devices == 4
     o = M.with_overrides(m, memory_bytes=20 * GiB, n_devices=3)
     assert [d.memory_bytes for d in o.devices] == [20 * GiB] * 3 and [d.index for d in o.devices] == [0, 1, 2]
@@ -114,9 +117,9 @@ def test_lookup_file_and_overrides(tmp_path):
     with pytest.raises(MachineError, match="--gpus 0"):
         M.with_overrides(m, n_devices=0)
     with pytest.raises(MachineError, match="Did you mean rtx-4090"):
-        M.get_machine("rtx-4909")
+        L.get_machine("rtx-4909")
     with pytest.raises(MachineError, match="file not found"):
-        M.get_machine(str(tmp_path / "nope.json"))
+        L.get_machine(str(tmp_path / "nope.json"))
 
 
 # --- detection with faked answers ------------------------------------------------------------
@@ -138,13 +141,13 @@ def host(monkeypatch):
             raise AssertionError("torch imported although it should not be")
         return state.torch
 
-    monkeypatch.setattr(M, "_run", run)
-    monkeypatch.setattr(M, "_virtual_memory", lambda: (64 * GiB, 40 * GiB))
-    monkeypatch.setattr(M, "_platform", lambda: state.platform)
-    monkeypatch.setattr(M, "_torch_installed", lambda: state.torch is not None)
-    monkeypatch.setattr(M, "_import_torch", import_torch)
-    monkeypatch.setattr(M, "_gpu_device_nodes", lambda: state.gpu_nodes)
-    monkeypatch.setattr(M, "_cpu_name", lambda: "AMD Ryzen 9 7950X 16-Core Processor")
+    monkeypatch.setattr(D, "_run", run)
+    monkeypatch.setattr(D, "_virtual_memory", lambda: (64 * GiB, 40 * GiB))
+    monkeypatch.setattr(D, "_platform", lambda: state.platform)
+    monkeypatch.setattr(D, "_torch_installed", lambda: state.torch is not None)
+    monkeypatch.setattr(D, "_import_torch", import_torch)
+    monkeypatch.setattr(D, "_gpu_device_nodes", lambda: state.gpu_nodes)
+    monkeypatch.setattr(D, "_cpu_name", lambda: "AMD Ryzen 9 7950X 16-Core Processor")
     return state
 
 
@@ -160,9 +163,9 @@ def fake_torch(*, cuda=None, hip=None, mps_limit=None):
 
 
 def test_detect_nvidia_smi_never_imports_torch(host):
-    host.commands[M.NVIDIA_SMI_QUERY] = SMI
+    host.commands[D.NVIDIA_SMI_QUERY] = SMI
     host.torch = fake_torch(cuda=[("NVIDIA H100 80GB HBM3", 80 * GiB, 80 * GiB)])
-    m = M.detect()
+    m = D.detect()
     assert host.torch_calls == 0
     assert m.kind == "gpu" and m.vendor == "nvidia" and m.n_devices == 2
     assert [d.memory_bytes for d in m.devices] == [24564 * MiB] * 2
@@ -173,7 +176,7 @@ def test_detect_nvidia_smi_never_imports_torch(host):
 
 def test_detect_cuda_through_torch(host):
     host.torch = fake_torch(cuda=[("NVIDIA A100-SXM4-80GB", 81920 * MiB, 70 * GiB)])
-    m = M.detect()
+    m = D.detect()
     assert host.torch_calls == 1
     assert m.kind == "gpu" and m.vendor == "nvidia" and m.devices[0].free_bytes == 70 * GiB
     assert m.bandwidth_bytes_per_s == 2039 * 10**9 and m.sources["memory"] == "torch.cuda.mem_get_info"
@@ -181,7 +184,7 @@ def test_detect_cuda_through_torch(host):
 
 def test_detect_rocm_through_torch(host):
     host.torch = fake_torch(cuda=[("AMD Instinct MI300X", 205_822_885_888, 200 * GiB)], hip="6.2")
-    m = M.detect()
+    m = D.detect()
     assert m.vendor == "amd" and m.memory_bytes == 205_822_885_888
     assert m.peak_flops["bf16"] == ENTRIES["mi300x"]["peak_flops"]["bf16"]
 
@@ -190,7 +193,7 @@ def test_detect_apple_through_torch_mps(host):
     host.platform = ("Darwin", "arm64")
     host.commands[("sysctl", "-n", "machdep.cpu.brand_string")] = "Apple M2 Max\n"
     host.torch = fake_torch(mps_limit=48 * GiB)
-    m = M.detect()
+    m = D.detect()
     assert m.kind == "apple" and m.memory_bytes == 64 * GiB
     assert m.usable_fraction == 0.75 and m.devices[0].free_bytes == 40 * GiB
     assert m.bandwidth_bytes_per_s == 400 * 10**9  # matched m2-max-64gb
@@ -200,41 +203,41 @@ def test_detect_apple_without_torch(host):
     host.platform = ("Darwin", "arm64")
     host.commands[("sysctl", "-n", "machdep.cpu.brand_string")] = "Apple M3 Max\n"
     host.commands[("sysctl", "-n", "iogpu.wired_limit_mb")] = "0\n"
-    m = M.detect()
+    m = D.detect()
     assert host.torch_calls == 0 and m.kind == "apple" and m.usable_fraction == 0.75  # 64 GiB default
     host.commands[("sysctl", "-n", "iogpu.wired_limit_mb")] = "57344\n"  # user raised it to 56 GiB
-    m = M.detect()
+    m = D.detect()
     assert m.usable_fraction == 57344 * MiB / (64 * GiB)
 
 
 def test_detect_cpu_only(host, monkeypatch):
-    monkeypatch.setattr(M, "measure_copy_bandwidth", lambda: 12.5e9)
-    m = M.detect()
+    monkeypatch.setattr(D, "measure_copy_bandwidth", lambda: 12.5e9)
+    m = D.detect()
     assert m.kind == "cpu" and m.memory_bytes == 64 * GiB and m.devices[0].free_bytes == 40 * GiB
     # an uncatalogued CPU gets a measured copy bandwidth (labelled) so the roofline can run
     assert m.display_name.startswith("AMD Ryzen 9 7950X") and m.bandwidth_bytes_per_s == 12_500_000_000
     assert m.sources["bandwidth"].startswith("measured") and m.sources["flops"].startswith("estimate")
-    assert M.get_machine("auto").kind == "cpu"
+    assert L.get_machine("auto").kind == "cpu"
     host.torch = fake_torch()  # torch installed, but no accelerator
-    assert M.detect().kind == "cpu" and host.torch_calls == 1
-    assert M.detect(use_torch=False).kind == "cpu" and host.torch_calls == 1
+    assert D.detect().kind == "cpu" and host.torch_calls == 1
+    assert D.detect(use_torch=False).kind == "cpu" and host.torch_calls == 1
     host.gpu_nodes = False  # no /dev/nvidia* or /dev/kfd: torch is not even imported
-    assert M.detect().kind == "cpu" and host.torch_calls == 1
+    assert D.detect().kind == "cpu" and host.torch_calls == 1
 
 
 def test_parse_nvidia_smi():
-    devs = M.parse_nvidia_smi("3, NVIDIA A100-SXM4-80GB, 81920, 81000\n")
+    devs = D.parse_nvidia_smi("3, NVIDIA A100-SXM4-80GB, 81920, 81000\n")
     assert devs[0].index == 3 and devs[0].name == "NVIDIA A100-SXM4-80GB" and devs[0].free_bytes == 81000 * MiB
     with pytest.raises(MachineError, match="Cannot read nvidia-smi output"):
-        M.parse_nvidia_smi("garbage\n")
+        D.parse_nvidia_smi("garbage\n")
     with pytest.raises(MachineError, match="must be"):
-        M.parse_nvidia_smi("0, GPU, lots, 1\n")
+        D.parse_nvidia_smi("0, GPU, lots, 1\n")
 
 
 def test_run_is_bounded_and_quiet():
-    assert M._run(("definitely-not-a-command-xyz",)) is None
-    assert M._run((sys.executable, "-c", "print('hi')")).strip() == "hi"
-    assert M._run((sys.executable, "-c", "raise SystemExit(3)")) is None
+    assert D._run(("definitely-not-a-command-xyz",)) is None
+    assert D._run((sys.executable, "-c", "print('hi')")).strip() == "hi"
+    assert D._run((sys.executable, "-c", "raise SystemExit(3)")) is None
 
 
 # --- CLI ----------------------------------------------------------------------------------------
@@ -258,7 +261,7 @@ def test_cli_machines(capsys, host):
     assert code == 0 and "source (flops)" in out
     code, _, err = run(["machines", "show", "nope"], capsys)
     assert code == 2 and err.startswith("error: Cannot find machine 'nope'")
-    host.commands[M.NVIDIA_SMI_QUERY] = SMI
+    host.commands[D.NVIDIA_SMI_QUERY] = SMI
     code, out, _ = run(["machines", "detect", "--json"], capsys)
     data = json.loads(out)
     assert code == 0 and data["devices"] == 2 and data["device_list"][1]["free_bytes"] is None

@@ -7,6 +7,7 @@ construction of each vocabulary, or are worked by hand in the comments.
 from __future__ import annotations
 
 import json
+import re
 import shutil
 
 import pytest
@@ -74,12 +75,12 @@ def test_same_tokenizer_config_vocab_padded(tmp_path, pad, llamacpp_ok):
     assert (v["transformers"].compatible, v["transformers"].failed_rule) == (False, "vocab_size")
     assert "assistant_tokenizer" in v["transformers"].fallback
     assert "routes a same-tokenizer pair to UAG" in v["transformers"].detail
-    assert v["mlx-lm"].compatible and v["mlx-lm"].confidence == "exact"  # base vocab sizes equal
+    assert v["mlx"].compatible and v["mlx"].confidence == "exact"  # base vocab sizes equal
     assert any("embedding padding only" in x for x in r.differences)
     # overlap, vLLM convention: n shared / n draft rows; of the target's rows n / (n + pad)
     assert r.overlap.of_draft == 1.0 and r.overlap.of_target == pytest.approx(n / (n + pad))
     assert r.heterogeneous is not None and not r.incompatible()
-    assert r.incompatible(("vllm",)) and not r.incompatible(("mlx-lm",))
+    assert r.incompatible(("vllm",)) and not r.incompatible(("mlx",))
 
 
 def test_same_size_different_token_strings(tmp_path):
@@ -97,7 +98,7 @@ def test_same_size_different_token_strings(tmp_path):
     # vLLM, transformers and mlx-lm compare sizes only: they accept, and say the drafts are garbage.
     assert v["vllm"].compatible and "no token-text check" in v["vllm"].detail
     assert v["transformers"].compatible and "tokenizers differ" in v["transformers"].detail
-    assert v["mlx-lm"].compatible
+    assert v["mlx"].compatible
     assert r.same_tokenizer is False
     assert any(x.startswith(f"vocab: {differing} of {n} shared ids differ") for x in r.differences)
     assert any(a_.severity == "error" and a_.code == "vocabulary" for a_ in r.advice)
@@ -126,7 +127,7 @@ def test_different_bos(tmp_path, draft_bos, add_bos_draft, rule):
     if rule == "bos_id":
         ids = (base.token_to_id("<s>"), base.token_to_id("</s>"))
         assert f"target {ids[0]}, draft {ids[1]}" in v["llama.cpp"].detail
-    assert v["vllm"].compatible and v["transformers"].compatible and v["mlx-lm"].compatible
+    assert v["vllm"].compatible and v["transformers"].compatible and v["mlx"].compatible
     assert r.same_tokenizer is True  # same table; the difference is in the special-token settings
 
 
@@ -149,7 +150,7 @@ def test_different_tokenizer_model_types(tmp_path):
     assert "target BPE, draft WPM" in v["llama.cpp"].detail
     for e in ("vllm", "transformers"):
         assert (v[e].compatible, v[e].failed_rule) == (False, "vocab_size")
-    assert (v["mlx-lm"].compatible, v["mlx-lm"].failed_rule) == (False, "tokenizer.vocab_size")
+    assert (v["mlx"].compatible, v["mlx"].failed_rule) == (False, "tokenizer.vocab_size")
     assert r.same_tokenizer is False and r.incompatible()
     # Overlap by hand: BPE 'Ġx' -> ' x'; BERT tokens keep their text (no space marker found, vLLM's
     # fallback strips a leading Ġ/▁, which BERT tokens never have).
@@ -214,7 +215,7 @@ def test_catalog_qwen25_7b_with_05b():
     assert "difference 128 <= 128" in v["llama.cpp"].detail
     assert (v["vllm"].compatible, v["vllm"].failed_rule) == (False, "vocab_size")
     assert not v["transformers"].compatible and "routes a same-tokenizer pair to UAG" in v["transformers"].detail
-    assert v["mlx-lm"].compatible
+    assert v["mlx"].compatible
     assert r.same_tokenizer is True and r.family_match
     # vLLM's overlap convention: len(tokenizer) / draft rows = 151665 / 151936
     assert r.overlap.of_draft == pytest.approx(151665 / 151936) and round(r.overlap.of_draft, 3) == 0.998
@@ -251,7 +252,7 @@ def test_catalog_without_tokenizer_facts_is_lower_confidence(tmp_path, monkeypat
     assert r.verdicts["llama.cpp"].compatible and r.verdicts["llama.cpp"].confidence == "lower"
     assert r.verdicts["vllm"].failed_rule == "vocab_size" and r.verdicts["vllm"].confidence == "exact"
     # mlx-lm without tokenizer facts: config sizes, lower confidence
-    assert not r.verdicts["mlx-lm"].compatible and r.verdicts["mlx-lm"].confidence == "lower"
+    assert not r.verdicts["mlx"].compatible and r.verdicts["mlx"].confidence == "lower"
 
 
 def test_moe_target_and_context_advice():
@@ -270,10 +271,16 @@ def test_draft_larger_than_target_is_an_error():
     assert any(a.code == "draft_size" and a.severity == "error" for a in r.advice)
 
 
-def test_engine_names():
-    assert pairing.canonical_engine("MLX") == "mlx-lm" and pairing.canonical_engine("llamacpp") == "llama.cpp"
-    with pytest.raises(UsageError, match="sglang"):
-        pairing.canonical_engine("sglang")
+def test_engine_names_have_one_spelling_everywhere():
+    """Pairing uses the registry's names: the same ones memory, fit and recommend use (no 'mlx-lm' key)."""
+    from planner import engines
+
+    assert engines.canonical("MLX") == "mlx" == engines.canonical("mlx-lm")
+    assert engines.canonical("llamacpp") == "llama.cpp"
+    r = pairing.pair(load_spec("qwen2.5-7b"), load_spec("qwen2.5-0.5b"))
+    assert tuple(r.verdicts) == engines.names() == ("llama.cpp", "vllm", "sglang", "transformers", "mlx")
+    with pytest.raises(UsageError, match=re.escape("expected one of llama.cpp, vllm, sglang, transformers, mlx")):
+        engines.canonical("tgi")
 
 
 # --- CLI ------------------------------------------------------------------------------------------
@@ -288,7 +295,7 @@ def test_cli_json_schema_and_exit_codes(tmp_path, capsys):
     assert code == 0  # llama.cpp and mlx-lm accept: not incompatible for every engine
     data = json.loads(out)
     assert {"engines", "same_tokenizer", "vocab_overlap", "family_match", "advice"} <= set(data)
-    assert set(data["engines"]) == {"llama.cpp", "vllm", "transformers", "mlx-lm"}
+    assert set(data["engines"]) == {"llama.cpp", "vllm", "sglang", "transformers", "mlx"}
     for v in data["engines"].values():
         assert set(v) >= {"compatible", "failed_rule", "fallback", "detail"}
     assert data["engines"]["vllm"]["failed_rule"] == "vocab_size"
@@ -296,8 +303,10 @@ def test_cli_json_schema_and_exit_codes(tmp_path, capsys):
     assert all(set(a) >= {"severity", "message"} and a["severity"] in pairing.SEVERITIES for a in data["advice"])
     assert run(["pair", str(t), str(d), "--engine", "vllm"], capsys)[0] == 1
     assert run(["pair", str(t), str(d), "--engine", "llama.cpp"], capsys)[0] == 0
-    code, _, err = run(["pair", str(t), str(d), "--engine", "sglang"], capsys)
-    assert code == 2 and err.startswith("error: Cannot check pairing for engine 'sglang'")
+    # SGLang STANDALONE compares config vocab_size exactly (standalone_worker_v2.py): padded Qwen sizes refuse
+    assert run(["pair", str(t), str(d), "--engine", "sglang"], capsys)[0] == 1
+    code, _, err = run(["pair", str(t), str(d), "--engine", "tgi"], capsys)
+    assert code == 2 and err.startswith("error: Cannot use engine 'tgi'")
     code, _, err = run(["pair", str(t), str(tmp_path / "missing")], capsys)
     assert code == 2 and err.count("\n") == 1
 
@@ -325,7 +334,7 @@ def test_gguf_and_tokenizer_json_holding_one_table_agree(tmp_path):
     """A real GGUF (SmolLM2-135M-Instruct) against a tokenizer.json rebuilt from its token list."""
     from tokenizers import models, pre_tokenizers
 
-    from planner.core.constants import gguf_test_dir
+    from .gguf_dir import gguf_test_dir
 
     path = gguf_test_dir() / "SmolLM2-135M-Instruct.Q4_1.gguf"
     if not path.is_file():

@@ -19,8 +19,8 @@ transformers = pytest.importorskip("transformers")
 pytestmark = pytest.mark.torch
 
 from planner.probe.acceptance import Prompt, load_prompts, measure_acceptance, position_values  # noqa: E402
+from planner.probe.device import cpu_threads  # noqa: E402
 from planner.probe.real import check_local_model, load_causal_lm  # noqa: E402
-from planner.probe.runner import cpu_threads  # noqa: E402
 from planner.probe.timing import Deadline  # noqa: E402
 
 EOS = 256

@@ -67,6 +67,8 @@ def test_bad_prompt_files(text, message):
 def test_profile_and_parsers_import_without_torch():
     code = ("import sys\nimport planner.speed.profile, planner.probe, planner.probe.importers, planner.probe.acceptance\n"
             "import planner.probe.synthetic, planner.probe.timing, planner.probe.runner, planner.commands.probe\n"
+            "import planner.probe.synthetic_shapes, planner.probe.synthetic_ops, planner.probe.synthetic_layers\n"
+            "import planner.probe.curves, planner.probe.device, planner.probe.settings\n"
             "assert 'torch' not in sys.modules, 'torch imported'\n")
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr

@@ -21,13 +21,12 @@ torch = pytest.importorskip("torch")
 pytestmark = pytest.mark.torch
 
 from planner.probe import require_torch  # noqa: E402
-from planner.probe.runner import (  # noqa: E402
-    ProbeSettings,
-    cpu_threads,
-    extrapolate,
-    run_synthetic,
-)
-from planner.probe.synthetic import SyntheticLM, layer_groups, model_bytes, probe_dtype  # noqa: E402
+from planner.probe.curves import extrapolate  # noqa: E402
+from planner.probe.device import cpu_threads  # noqa: E402
+from planner.probe.runner import run_synthetic  # noqa: E402
+from planner.probe.settings import ProbeSettings  # noqa: E402
+from planner.probe.synthetic import SyntheticLM  # noqa: E402
+from planner.probe.synthetic_shapes import layer_groups, model_bytes, probe_dtype  # noqa: E402
 from planner.probe.timing import measure_round_robin  # noqa: E402
 from planner.speed.profile import load_profile, save_profile  # noqa: E402
 
@@ -67,7 +66,7 @@ MIXED = spec([full(), MOE, MLA, DELTANET, HYBRID, CHUNKED], moe=MoESpec(8, 2, 32
 @pytest.fixture(autouse=True)
 def _one_thread():
     # other processes share the test machine: one thread keeps single calls from stalling on
-    # OpenMP siblings (see planner.probe.runner.cpu_threads)
+    # OpenMP siblings (see planner.probe.device.cpu_threads)
     with cpu_threads(1):
         yield
 

@@ -9,8 +9,10 @@ import shlex
 import pytest
 
 from planner.cli import main
+from planner.drafting import DraftModel
 from planner.fits.fit import Layout
-from planner.fits.machine import get_machine, with_overrides
+from planner.fits.machine import with_overrides
+from planner.fits.machine_lookup import get_machine
 from planner.plan import recommend as P
 from planner.sources import load_spec
 
@@ -93,7 +95,7 @@ def test_serial_backend_profile_says_no_speculation(tmp_path, capsys):
         overhead_s = 0.0
 
     costs = P.profile_costs(Prof(), t, None)
-    d = P.Candidate("meta-llama/Llama-3.2-1B-Instruct", load_spec("llama-3.2-1b-instruct"))
+    d = DraftModel(load_spec("llama-3.2-1b-instruct"), "meta-llama/Llama-3.2-1B-Instruct")
     rec = P.recommend(t, t.id, get_machine("rtx-4090"), engine="llama.cpp", context=4096, candidates=[d],
                       costs_for=costs, k_max=8)
     assert rec.choice.draft is None and rec.choice.verdict == "no speculation"

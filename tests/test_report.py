@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from planner.fits import fit
-from planner.fits.machine import get_machine
+from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings
 from planner.render import html as report_html
 from planner.sources import load_spec
@@ -186,8 +186,8 @@ def test_report_never_overwrites_its_policy(tmp_path, capsys):
 
 
 def test_svg_is_deterministic():
-    from planner.plan.policy import Deployment
     from planner.plan import check
+    from planner.plan.policy import Deployment
 
     d = Deployment(name="x", target=TARGET, draft=DRAFT, machines=("l4",), context=4096)
     (sc,) = check.scenarios(d, check.machines_for(d))

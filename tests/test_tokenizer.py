@@ -19,12 +19,12 @@ from planner.core import constants
 from planner.core.errors import ConfigError
 from planner.sources import load_spec
 from planner.sources.tokenizer import (
-    ConfigFacts,
     fingerprint_for,
     fingerprint_from_catalog,
     fingerprint_from_files,
     vocab_digest,
 )
+from planner.sources.tokenizer_special import ConfigFacts
 
 from .conftest import FIXTURES, model_dir
 

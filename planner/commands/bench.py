@@ -6,7 +6,8 @@ from typing import Annotated
 
 import typer
 
-from ..cli import JsonOpt, app, emit, warn
+from ._common import app, emit, warn
+from ._options import JsonOpt
 
 KOpt = Annotated[str, typer.Option("--k", help="Tokens drafted per round, or 'auto' (chosen by the speed model "
                                                "from measured costs and an exploratory run).")]
@@ -55,7 +56,7 @@ def bench(
     from ..bench.runner import choose_k, result_json, run_pair
     from ..core.errors import UsageError
     from ..probe.acceptance import load_prompts
-    from ..probe.runner import resolve_device
+    from ..probe.device import resolve_device
     from ..probe.timing import sync as device_sync
 
     dev = resolve_device(device)

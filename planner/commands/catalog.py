@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import typer
 
-from ..cli import JsonOpt, app, emit
+from ._common import app, emit
+from ._options import JsonOpt
 
 
 @app.command("catalog")

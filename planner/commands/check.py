@@ -6,39 +6,18 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli import JsonOpt, app, emit
+from ..render.text import format_value
+from ._common import app, emit, split_values
+from ._options import ConfigOpt, DeploymentOpt, JsonOpt
 
-ConfigOpt = Annotated[str | None, typer.Option(
-    "--config", help="Policy file: planner.toml, or a pyproject.toml with a tool.planner table (default: ./planner.toml, "
-                     "then ./pyproject.toml).")]
 JunitOpt = Annotated[str | None, typer.Option("--junit", help="Also write JUnit XML here (one test case per "
                                                               "deployment x machine x requirement).")]
 MachinesOpt = Annotated[list[str] | None, typer.Option(
     "--machine", "-m", help="Judge every deployment on this machine instead of its own (repeatable; catalog name, "
                             "JSON file or auto).")]
-DeploymentOpt = Annotated[list[str] | None, typer.Option("--deployment", help="Only this deployment (repeatable).")]
 
 STATUS_TEXT = {"pass": "PASS", "fail": "FAIL", "skip": "skip"}
 DETAIL_WIDTH = 72
-
-
-def _split(values: list[str] | None) -> list[str]:
-    """Repeated and comma-separated values, in order."""
-    return [x.strip() for v in values or [] for x in v.split(",") if x.strip()]
-
-
-def format_value(requirement: str, value: Any) -> str:
-    """A result value or bound for people: bytes in binary units, speed-ups as 1.23x."""
-    from ..plan.check import COMPATIBLE, MIN_SPEEDUP
-    from ..render.text import fmt_bytes
-
-    if value is None:
-        return "-"
-    if requirement == MIN_SPEEDUP:
-        return f"{value:.2f}x"
-    if requirement == COMPATIBLE:
-        return {True: "yes", False: "no"}.get(value, str(value))
-    return fmt_bytes(value)
 
 
 def check_json(report: Any) -> dict[str, Any]:
@@ -59,7 +38,7 @@ def assessment_json(a: Any) -> dict[str, Any]:
     v, sp = a.verdict, a.speed
     return {
         "deployment": sc.deployment.name, "machine": sc.label, "target": sc.target.id,
-        "draft": sc.draft.id if sc.draft else None, "engine": sc.settings.engine, "context": sc.settings.context,
+        "draft": sc.method.label if sc.method else None, "engine": sc.settings.engine, "context": sc.settings.context,
         "batch": sc.settings.batch, "tp": sc.layout.tp, "pp": sc.layout.pp, "fits": a.fits,
         "headroom_bytes": a.headroom_bytes, "total_bytes": a.total_bytes, "layout_error": a.layout_error,
         "devices": [{"index": d.budget.index, "name": d.budget.name, "budget_bytes": d.budget.budget_bytes,
@@ -126,7 +105,7 @@ def check(
     from ..render.junit import render
 
     policy = load_policy(config)
-    report = C.check(policy, machines=_split(machine), deployments=_split(deployment))
+    report = C.check(policy, machines=split_values(machine), deployments=split_values(deployment))
     if junit:
         inputs = [policy.path, *(a.scenario.profile_path for a in report.assessments if a.scenario.profile_path)]
         atomic_write(junit, render(junit_cases(report), name=f"planner check ({policy.path})"), inputs=inputs)

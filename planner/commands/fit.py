@@ -6,32 +6,30 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli import (
+from ..core.fmt import fmt_bytes
+from ..render import text as report
+from ._common import app, emit, engine_for, load_method, warn
+from ._options import (
     ContextOpt,
+    DraftContextOpt,
     DraftOpt,
+    EngineAutoOpt,
+    GpuMemoryOpt,
+    GpusOpt,
     GroupSizeOpt,
     JsonOpt,
     KvDtypeOpt,
+    MachineOpt,
     ModelArg,
     OverheadOpt,
+    ParallelBatchOpt,
+    PpOpt,
     RevisionOpt,
+    TpOpt,
+    UtilizationOpt,
     WeightsDtypeOpt,
-    app,
-    emit,
-    warn,
 )
-from ..render import text as report
-from .memory import DraftContextOpt, EngineAutoOpt, ParallelBatchOpt
 
-MachineOpt = Annotated[str | None, typer.Option(
-    "--machine", "-m", help="auto (detect this host), a catalog name (planner machines list) or a JSON file.")]
-GpuMemoryOpt = Annotated[str | None, typer.Option("--gpu-memory", help="Memory per device, e.g. 24GiB or 80GB.")]
-GpusOpt = Annotated[int | None, typer.Option("--gpus", help="Number of devices (GPUs).", min=1)]
-UtilizationOpt = Annotated[float | None, typer.Option(
-    "--utilization", help="Share of each device the engine may use (default: vLLM 0.9, else 1.0; Apple: the Metal "
-                          "working set; CPU: RAM after OS headroom).")]
-TpOpt = Annotated[int | None, typer.Option("--tp", help="Tensor-parallel size.", min=1)]
-PpOpt = Annotated[int | None, typer.Option("--pp", help="Pipeline-parallel size (layer split).", min=1)]
 DraftDeviceOpt = Annotated[int | None, typer.Option(
     "--draft-device", help="Put the whole draft on this device index (default: split like the target).", min=0)]
 DRAFT_CANDIDATES_MAX = 64
@@ -88,8 +86,6 @@ def fit_json(r, warnings: list[str]) -> dict[str, Any]:
 
 def fit_table(r) -> str:
     from tabulate import tabulate
-
-    from ..render.text import fmt_bytes
 
     p = r.problem
     rows = []
@@ -163,13 +159,13 @@ def fit(
     from ..core.units import parse_bytes as _pb
     from ..fits import fit as fitmod
     from ..fits.fit import default_layout
-    from ..fits.machine import resolve_machine
+    from ..fits.machine_lookup import resolve_machine
     from ..fits.memory import Settings
     from ..sources import load_spec
-    from .memory import engine_for
 
     tspec = load_spec(target, revision=revision)
-    dspec = load_spec(draft) if draft else None
+    method = load_method(draft)
+    dspec = method.resident_model() if method else None  # what the method keeps resident
     settings = Settings(context=parse_tokens(context), batch=batch, engine=engine_for(engine, tspec, dspec),
                         kv_dtype=kv_dtype, weights_dtype=weights_dtype, group_size=group_size,
                         overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None,

@@ -6,7 +6,9 @@ from typing import Annotated
 
 import typer
 
-from ..cli import JsonOpt, app, emit
+from ..core.fmt import fmt_bytes
+from ._common import app, emit
+from ._options import JsonOpt
 
 machines_app = typer.Typer(no_args_is_help=True, help="Machines: the bundled catalog and detection of this host.")
 app.add_typer(machines_app, name="machines")
@@ -28,8 +30,7 @@ def list_cmd(as_json: JsonOpt = False) -> None:
     """
     from tabulate import tabulate
 
-    from ..fits.machine import catalog_entries
-    from ..render.text import fmt_bytes
+    from ..fits.machine_catalog import catalog_entries
 
     entries = catalog_entries()
     if as_json:
@@ -50,8 +51,8 @@ def show_cmd(name: NameArg, as_json: JsonOpt = False) -> None:
       planner machines show h100-sxm
       planner machines show ./my-box.json --json
     """
-    from ..fits.machine import describe, get_machine
-    from ..render.text import fmt_bytes
+    from ..fits.machine import describe
+    from ..fits.machine_lookup import get_machine
 
     m = get_machine(name)
     data = describe(m)
@@ -78,8 +79,8 @@ def detect_cmd(as_json: JsonOpt = False) -> None:
       planner machines detect
       planner machines detect --json
     """
-    from ..fits.machine import describe, detect
-    from ..render.text import fmt_bytes
+    from ..fits.machine import describe
+    from ..fits.machine_detect import detect
 
     m = detect()
     if as_json:

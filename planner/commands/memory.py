@@ -2,42 +2,24 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 import typer
 
-from ..cli import (
+from ..render import text as report
+from ._common import app, emit, engine_for, load_method, warn
+from ._options import (
     ContextOpt,
+    DraftContextOpt,
     DraftOpt,
+    EngineAutoOpt,
     GroupSizeOpt,
     JsonOpt,
     KvDtypeOpt,
     ModelArg,
     OverheadOpt,
+    ParallelBatchOpt,
     RevisionOpt,
     WeightsDtypeOpt,
-    app,
-    emit,
-    warn,
 )
-from ..render import text as report
-
-# llama.cpp spellings beside the planner's: --parallel N is --batch N (N sequences, one slot each), -cd is
-# the draft's own context (llama-server --ctx-size-draft; default: the target's context per sequence).
-ParallelBatchOpt = Annotated[int, typer.Option("--batch", "-b", "--parallel", "-np",
-                                               help="Concurrent sequences (llama.cpp --parallel slots).", min=1)]
-DraftContextOpt = Annotated[str | None, typer.Option(
-    "--draft-context", "-cd", help="The draft's own context per sequence (llama.cpp -cd; default: --context).")]
-EngineAutoOpt = Annotated[str, typer.Option(
-    "--engine", "-e", help="auto (llama.cpp for a .gguf, else transformers) | transformers | vllm | sglang | "
-                           "llama.cpp | mlx (cache layout).")]
-
-
-def engine_for(name: str, *specs) -> str:
-    """--engine auto: llama.cpp when a model is a GGUF file (what runs GGUFs natively), else transformers."""
-    if name.strip().lower() != "auto":
-        return name
-    return "llama.cpp" if any(s is not None and s.source == "gguf" for s in specs) else "transformers"
 
 
 @app.command()
@@ -68,7 +50,8 @@ def memory(
     from ..sources import load_spec
 
     target = load_spec(model, revision=revision)
-    dspec = load_spec(draft) if draft else None
+    method = load_method(draft)
+    dspec = method.resident_model() if method else None  # what the method keeps resident
     settings = mem.Settings(context=parse_tokens(context), batch=batch, engine=engine_for(engine, target, dspec),
                             kv_dtype=kv_dtype, weights_dtype=weights_dtype, group_size=group_size,
                             overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None,

@@ -6,8 +6,10 @@ from typing import Annotated
 
 import typer
 
-from ..cli import JsonOpt, ModelArg, RevisionOpt, app, emit, warn
+from .. import engines
 from ..pairing import pair as pairing
+from ._common import app, emit, warn
+from ._options import JsonOpt, ModelArg, RevisionOpt
 
 PairEngineOpt = Annotated[str | None, typer.Option(
     "--engine", "-e", help="llama.cpp | vllm | transformers | mlx-lm (default: all; exit 1 only if all refuse).")]
@@ -39,7 +41,7 @@ def pair_cmd(
     from ..sources import load_spec
     from ..sources.tokenizer import fingerprint_for
 
-    engines = (pairing.canonical_engine(engine),) if engine else pairing.ENGINES
+    names = (engines.canonical(engine),) if engine else engines.names()
     ctx = parse_tokens(context) if context else None
     tspec = load_spec(target, revision=revision)
     dspec = load_spec(draft)
@@ -50,8 +52,8 @@ def pair_cmd(
     else:
         for n in report.notes:
             warn(n)
-        typer.echo(render(report, engines))
-    if report.incompatible(engines):
+        typer.echo(render(report, names))
+    if report.incompatible(names):
         raise typer.Exit(code=1)
 
 

@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from ..cli import ContextOpt, DraftOpt, JsonOpt, RevisionOpt, app, emit, warn
+from ._common import app, emit, warn
+from ._options import ContextOpt, DraftOpt, JsonOpt, RevisionOpt, TemperatureOpt
 
 if TYPE_CHECKING:
     from ..speed.profile import Profile
@@ -29,7 +30,6 @@ ImportDraftOpt = Annotated[Path | None, typer.Option("--import-draft", help="The
 RealOpt = Annotated[bool, typer.Option("--real", help="Use the real weights (local safetensors dirs, "
                                        "transformers) and measure acceptance with --draft.")]
 PromptsOpt = Annotated[Path | None, typer.Option("--prompts", help="Calibration prompts (JSON or one per line).")]
-TemperatureOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature (0 = greedy).", min=0)]
 NewTokensOpt = Annotated[int, typer.Option("--new-tokens", help="Continuation length per prompt (acceptance).",
                                            min=2, max=4096)]
 ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads for torch (default: torch's).",
@@ -104,8 +104,8 @@ def profile_table(p: Profile) -> str:
 
 def _imported(files: list[Path], draft_file: Path | None, target: str | None, draft: str | None,
               context: int) -> tuple[Profile, list[str]]:
+    from ..probe.device import now
     from ..probe.importers import import_file, profile_from_import
-    from ..probe.runner import now
 
     runs = [r for f in files for r in import_file(f, context=context)]
     msgs = []
@@ -173,7 +173,7 @@ def probe_cmd(
                              "See 'planner probe --help'.")
         if backend.strip().lower() in ("llamacpp", "llama.cpp", "llama-cpp"):
             from ..probe.llamacpp import probe_gguf
-            from ..probe.runner import ProbeSettings
+            from ..probe.settings import ProbeSettings
 
             st = ProbeSettings(device=device, max_k=max_k, context=ctx, budget_s=budget_s, repeats=repeats, seed=seed,
                                threads=threads, clock=clock)
@@ -207,7 +207,8 @@ def _measured(target: str, draft: str | None, *, revision: str | None, device: s
     from ..sources import load_spec
 
     require_torch("probe")
-    from ..probe.runner import ProbeSettings, run_real, run_synthetic
+    from ..probe.runner import run_real, run_synthetic
+    from ..probe.settings import ProbeSettings
 
     tspec = load_spec(target, revision=revision)
     dspec = load_spec(draft) if draft else None

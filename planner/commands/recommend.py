@@ -6,37 +6,36 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli import ContextOpt, JsonOpt, ModelArg, RevisionOpt, WeightsDtypeOpt, app, emit, warn
-from .fit import GpuMemoryOpt, GpusOpt, MachineOpt, PpOpt, TpOpt, UtilizationOpt
-from .memory import ParallelBatchOpt
+from ..core.fmt import fmt_bytes
+from ..drafting import DraftModel
+from ._common import app, emit, engine_for_machine, warn
+from ._options import (
+    AcceptanceOpt,
+    ContextOpt,
+    GpuMemoryOpt,
+    GpusOpt,
+    JsonOpt,
+    MachineOpt,
+    MaxKOpt,
+    ModelArg,
+    ParallelBatchOpt,
+    PpOpt,
+    ProfileOpt,
+    RecEngineOpt,
+    RevisionOpt,
+    TemperatureOpt,
+    TpOpt,
+    UtilizationOpt,
+    WeightsDtypeOpt,
+)
 
 CandidatesOpt = Annotated[str | None, typer.Option(
     "--candidates", help="Comma-separated drafts to consider (default: catalog models sharing the target's "
                          "tokenizer).")]
-ProfileOpt = Annotated[str | None, typer.Option("--profile", help="Measured costs from 'planner probe --out'.")]
-AcceptanceOpt = Annotated[str | None, typer.Option(
-    "--acceptance", help="Acceptance: 0.7 (alpha), 0.6-0.8, or greedy_match=0.8, accepted_per_drafted=0.72@5, "
-                         "tau=2.8@4.")]
-MaxKOpt = Annotated[int, typer.Option("--max-k", help="Largest K (tokens drafted per round) considered.",
-                                      min=1, max=32)]
-RecEngineOpt = Annotated[str, typer.Option(
-    "--engine", "-e", help="vllm | sglang | llama.cpp | transformers | mlx | auto (a .gguf target: llama.cpp; "
-                           "else GPU: vllm; Apple, CPU: llama.cpp).")]
 KvOpt = Annotated[str | None, typer.Option("--kv-dtype", help="Only this KV cache type (default: try the "
                                                               "engine's unquantised and 8-bit types).")]
 ProbeFlag = Annotated[bool, typer.Option("--probe", help="Measure costs now with a quick synthetic probe "
                                                          "(needs torch; this machine only).")]
-TemperatureOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature (0 = greedy).", min=0)]
-
-
-def _engine(name: str, kind: str, source: str | None = None) -> str:
-    from ..fits.memory import canonical_engine
-
-    if name.strip().lower() == "auto":
-        if source == "gguf":  # a GGUF file is llama.cpp's own format
-            return "llama.cpp"
-        return "vllm" if kind == "gpu" else "llama.cpp"
-    return canonical_engine(name)
 
 
 @app.command()
@@ -75,13 +74,13 @@ def recommend(
     """
     from ..core.units import parse_bytes, parse_tokens
     from ..fits.fit import default_layout
-    from ..fits.machine import resolve_machine
+    from ..fits.machine_lookup import resolve_machine
     from ..plan import recommend as P
     from ..sources import load_spec
 
     spec = load_spec(target, revision=revision)
     m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
-    eng = _engine(engine, m.kind, spec.source)
+    eng = engine_for_machine(engine, m.kind, spec.source)
     ctx = parse_tokens(context)
     layout = default_layout(m.n_devices, eng, tp, pp)
     cands = None
@@ -89,7 +88,7 @@ def recommend(
         cands = []
         for r in (x.strip() for x in candidates.split(",") if x.strip()):
             c = load_spec(r)
-            cands.append(P.Candidate(ref=r if _is_path(r) else c.id, spec=c))
+            cands.append(DraftModel(spec=c, ref=r if _is_path(r) else c.id))
     given = P.parse_acceptance(acceptance) if acceptance else None
     costs_for, measured, k_cap = None, None, max_k
     if profile or probe:
@@ -137,9 +136,10 @@ def _profile(path: str, spec: Any, cands: Any, m: Any, ctx: int, k_max: int) -> 
 
 def _probe_now(spec: Any, cands: Any, ctx: int, k_max: int) -> Any:
     """A quick synthetic probe of the target (and the first --candidates draft) on this machine."""
-    from ..probe.runner import ProbeSettings, run_synthetic
+    from ..probe.runner import run_synthetic
+    from ..probe.settings import ProbeSettings
 
-    draft = cands[0].spec if cands else None
+    draft = cands[0].resident_model() if cands else None
     warn(f"probing {spec.id}" + (f" and {draft.id}" if draft else "") + " on this machine (synthetic, "
          "default budget); other drafts' steps are scaled from the roofline")
     return run_synthetic(spec, draft, ProbeSettings(context=ctx, max_k=k_max))
@@ -176,8 +176,6 @@ def recommendation_json(rec: Any) -> dict[str, Any]:
 
 def recommendation_text(rec: Any) -> str:
     from tabulate import tabulate
-
-    from ..render.text import fmt_bytes
 
     lines = [f"target   {rec.target}", f"machine  {rec.machine}   engine {rec.engine}   context {rec.context:,}   "
              f"batch {rec.batch}",

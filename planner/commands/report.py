@@ -7,10 +7,27 @@ from typing import Annotated, Any
 
 import typer
 
-from ..cli import BatchOpt, ContextOpt, DraftOpt, KvDtypeOpt, WeightsDtypeOpt, app
-from .check import ConfigOpt, DeploymentOpt, _split
-from .fit import GpuMemoryOpt, GpusOpt, PpOpt, TpOpt, UtilizationOpt
-from .recommend import AcceptanceOpt, MaxKOpt, ProfileOpt, RecEngineOpt, TemperatureOpt, _engine
+from ..core.fmt import fmt_bytes
+from ._common import app, engine_for_machine, split_values
+from ._options import (
+    AcceptanceOpt,
+    BatchOpt,
+    ConfigOpt,
+    ContextOpt,
+    DeploymentOpt,
+    DraftOpt,
+    GpuMemoryOpt,
+    GpusOpt,
+    KvDtypeOpt,
+    MaxKOpt,
+    PpOpt,
+    ProfileOpt,
+    RecEngineOpt,
+    TemperatureOpt,
+    TpOpt,
+    UtilizationOpt,
+    WeightsDtypeOpt,
+)
 
 TargetArg = Annotated[str | None, typer.Argument(
     help="Model: local dir, config.json, .gguf, HF id or catalog name (or use --config).")]
@@ -46,14 +63,12 @@ def _cli_scenarios(target: str, *, draft: str | None, machines: list[str], gpu_m
     cache: dict[str, Any] = {}
     out = []
     for m in C.machines_for(base, origin=CLI_ORIGIN):
-        d = replace(base, engine=_engine(engine, m.kind))
+        d = replace(base, engine=engine_for_machine(engine, m.kind))
         out += C.scenarios(d, [m], base=".", cache=cache, origin=CLI_ORIGIN)
     return out
 
 
 def _summary(s: Any) -> str:
-    from ..render.text import fmt_bytes
-
     a = s.assessment
     parts = [f"{s.title}:"]
     parts.append(a.layout_error or (f"{'fits' if a.fits else 'DOES NOT FIT'} (headroom {fmt_bytes(a.headroom_bytes)})"))
@@ -112,7 +127,7 @@ def report(
         raise UsageError("Cannot make a report: give either a TARGET model or --config FILE (expected exactly one).")
     if config is not None:
         policy = load_policy(config)
-        wanted = _split(deployment)
+        wanted = split_values(deployment)
         known = {d.name for d in policy.deployments}
         missing = [n for n in wanted if n not in known]
         if missing:
@@ -122,11 +137,11 @@ def report(
         cache: dict[str, Any] = {}
         for d in policy.deployments:
             if not wanted or d.name in wanted:
-                scs += C.scenarios(d, C.machines_for(d, _split(machine), origin=policy.path),
+                scs += C.scenarios(d, C.machines_for(d, split_values(machine), origin=policy.path),
                                    base=Path(policy.path).parent, cache=cache, origin=policy.path)
         source, inputs = f"policy {policy.path}", [policy.path]
     else:
-        scs = _cli_scenarios(target, draft=draft, machines=_split(machine), gpu_memory=gpu_memory, gpus=gpus, tp=tp,
+        scs = _cli_scenarios(target, draft=draft, machines=split_values(machine), gpu_memory=gpu_memory, gpus=gpus, tp=tp,
                              pp=pp, utilization=utilization, context=context, batch=batch, engine=engine,
                              kv_dtype=kv_dtype, weights_dtype=weights_dtype, profile=profile, acceptance=acceptance,
                              k=k, max_k=max_k, temperature=temperature)

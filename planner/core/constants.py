@@ -30,20 +30,6 @@ def is_debug() -> bool:
     return _is_true(os.environ.get("SPEC_PLANNER_DEBUG"))
 
 
-def fuzz_examples() -> int | None:
-    """SPEC_PLANNER_FUZZ_EXAMPLES: generated inputs per reader in tests/test_fuzz_*.py (None: the fast default).
-
-    Raises:
-        ValueError: the variable is set but is not a positive integer (a typo must not shrink a long run).
-    """
-    raw = (os.environ.get("SPEC_PLANNER_FUZZ_EXAMPLES") or "").strip()
-    if not raw:
-        return None
-    if not raw.isdigit() or int(raw) < 1:
-        raise ValueError(f"SPEC_PLANNER_FUZZ_EXAMPLES must be a positive integer (got '{raw}').")
-    return int(raw)
-
-
 def hf_token() -> str | None:
     """HF_TOKEN, passed to huggingface_hub for gated repos (None lets the hub find its own)."""
     return os.environ.get("HF_TOKEN") or None
@@ -82,48 +68,9 @@ HUB_RETRIES = 1
 # First ranged read of a remote safetensors file: most headers fit in 100 kB (huggingface_hub uses the same).
 HUB_FIRST_READ_BYTES = 100_000
 
-# --- engine defaults (each sourced; overridable from the CLI) -----------------
-# llama.cpp: n_ubatch default 512 (common/common.h), context padded to 256
-# (llama-context.cpp, GGML_PAD(n_ctx, 256)), fit margin 1024 MiB per device (common/fit.cpp).
-LLAMACPP_UBATCH = 512
-LLAMACPP_CTX_PAD = 256
-LLAMACPP_FIT_MARGIN_BYTES = 1024 * MiB
-# vLLM: KV block of 16 tokens (v1/kv_cache_interface.py), max_num_batched_tokens 2048 for the
-# OpenAI server on most GPUs (8192 for the offline LLM class), gpu_memory_utilization 0.9.
-VLLM_BLOCK_TOKENS = 16
-VLLM_MAX_BATCHED_TOKENS = 2048
-VLLM_GPU_UTILIZATION = 0.9
-# SGLang: chunked prefill 2048-8192 by GPU size; we use 4096 (server_args.py default for 24-80 GB GPUs).
-SGLANG_CHUNKED_PREFILL = 4096
-# Runtime overhead per device, measured upstream:
-#  - llama.cpp / Ollama: CUDA context + driver, ~451-456 MiB per RTX 4090 (llama.cpp PR #15860).
-#  - torch CUDA context: 300-700 MiB (we take 500 MiB); transformers runs on it.
-#  - vLLM non-torch memory 1.79 GiB at TP1 on A100-80G (vLLM PR #10511), plus the torch context.
-#  - MLX on Metal: no separate context to speak of; the limit is the working set (machine side).
-OVERHEAD_BYTES = {
-    "llama.cpp": 456 * MiB,
-    "transformers": 500 * MiB,
-    "vllm": 1833 * MiB,  # 1.79 GiB
-    "sglang": 1833 * MiB,
-    "mlx": 0,
-}
-OVERHEAD_SOURCES = {
-    "llama.cpp": "CUDA context/driver ~451-456 MiB per device (llama.cpp PR #15860)",
-    "transformers": "torch CUDA context 300-700 MiB, 500 MiB assumed",
-    "vllm": "vLLM non-torch memory 1.79 GiB at TP1 (vLLM PR #10511)",
-    "sglang": "assumed equal to vLLM's non-torch memory (1.79 GiB)",
-    "mlx": "MLX/Metal: no per-device context counted; usable share is set by the machine",
-}
-ENGINES = ("transformers", "vllm", "sglang", "llama.cpp", "mlx")
+# --- engine facts live in planner/engines/<engine>.py, each with its source ----------
 
-# --- fit: per-device budgets (planner/fits/fit.py, planner/fits/machine.py) ---------------
-# Share of each GPU an engine may fill: vLLM gpu_memory_utilization 0.9; SGLang sizes
-# mem_fraction_static per GPU (server_args.py, ~0.8-0.9), taken as vLLM's 0.9; llama.cpp,
-# transformers and MLX use the whole device (llama.cpp keeps its own margin, below).
-GPU_UTILIZATION = {"vllm": VLLM_GPU_UTILIZATION, "sglang": VLLM_GPU_UTILIZATION,
-                   "llama.cpp": 1.0, "transformers": 1.0, "mlx": 1.0}
-# Kept free on every device: llama.cpp --fit leaves 1024 MiB per device (common/fit.cpp).
-DEVICE_MARGIN_BYTES = {"llama.cpp": LLAMACPP_FIT_MARGIN_BYTES}
+# --- fit: per-device budgets (planner/fits/fit.py, planner/fits/machine.py) ----------
 # Apple silicon GPU share of unified memory (Metal recommendedMaxWorkingSetSize) when the
 # machine does not say: 2/3 below 64 GiB, 3/4 from 64 GiB (measured: 16 and 32 GiB -> 2/3,
 # llama-cpp-python #687 and llama.cpp PR #2011; 64 GiB -> ~48 GiB, llama.cpp #1870).
@@ -135,12 +82,6 @@ CPU_USABLE_FRACTION = 0.9
 # Runtime overhead of Metal and CPU-only runs: no CUDA context; the engine's host buffers are in
 # the activations term and the OS share is outside the budget already (usable fraction). Assumed 0.
 HOST_OVERHEAD_BYTES = 0
-# Extra non-torch memory per device when tensor parallel > 1 (NCCL and custom all-reduce buffers):
-# vLLM PR #10511 measured non_torch_memory 1.79 GiB at TP1 and 3.58 GiB at TP2 per worker.
-# SGLang and torch.distributed (transformers) use the same NCCL stack: assumed equal.
-# llama.cpp's row split copies through its own backend buffers (no NCCL); MLX runs on one device.
-TP_COMM_BYTES = {"vllm": 1833 * MiB, "sglang": 1833 * MiB, "transformers": 1833 * MiB,
-                 "llama.cpp": 0, "mlx": 0}
 # Machine detection: how long nvidia-smi/sysctl may take, and how much of their output is read.
 DETECT_TIMEOUT_S = 10.0
 DETECT_OUTPUT_MAX_BYTES = 1 * MiB
@@ -162,16 +103,6 @@ GGUF_MAX_ARRAY_DEPTH = 3  # arrays of arrays (gguf-py writes them; llama.cpp its
 GGUF_MAX_TENSOR_DIMS = 4  # GGML_MAX_DIMS (ggml/include/ggml.h)
 GGUF_MAX_SPLITS = 1024  # split.count is a u16 in gguf-split; no published model needs more
 
-
-def gguf_test_dir() -> Path:
-    """Where tests and benchmarks find the real GGUF files: SPEC_PLANNER_GGUF_DIR, else <repo>/.cache/gguf.
-
-    scripts/fetch_ggufs.py downloads and unpacks them there.
-    """
-    override = os.environ.get("SPEC_PLANNER_GGUF_DIR")
-    if override:
-        return Path(override).expanduser()
-    return Path(__file__).resolve().parents[2] / ".cache" / "gguf"
 
 # --- probe (planner/probe, planner/speed/profile.py) -------------------------------
 # Whole-probe time budget, seconds: a CPU probe must finish in about a minute; accelerators
@@ -203,33 +134,7 @@ DRAFT_RATIO_WARN = 0.25
 DRAFT_RATIO_BAD = 0.5
 
 # --- speed model: roofline overhead and acceptance priors (planner/speed/roofline.py, acceptance.py) ---
-# Per-forward engine overhead added to a roofline time: (seconds per forward, seconds per layer).
-#  - transformers (eager PyTorch, no CUDA graphs): Llama-2-7B bf16 on A100 ran 25.5 tok/s eager vs
-#    107 tok/s with torch.compile + CUDA graphs, "heavily CPU overhead bound" (PyTorch blog "GPT, Fast",
-#    2023): (1/25.5 - 1/107) s / 32 layers = 0.933 ms per layer.
-#  - llama.cpp: per-op kernel launches; CUDA graphs removed (1/138.31 - 1/146.81) s per token for
-#    LLaMA-2-7B q4_0 on an RTX 4090 (PR #6766) = 0.419 ms / 32 layers = 13.1 us per layer (an upper
-#    bound on CUDA builds with graphs; the cost on Metal/CPU backends, which launch per op).
-#  - vLLM: per-step CPU work (scheduler, input prep, sampler) outside the CUDA graph: V1 TPOT of
-#    2.64-2.73 ms for Llama-3.2-1B (PR #17866) is ~2 ms above its ~0.7 ms weight read on an H100-class
-#    GPU; V0 showed ~4 ms GPU bubbles per decode step (RFC #6854). 2 ms taken.
-#  - SGLang: assumed equal to vLLM (same design: CUDA-graph forward + Python scheduler).
-#  - MLX: lazy graph construction, 1450 graphs/s for Mistral-7B 4-bit (ml-explore/mlx PR #871)
-#    = 0.69 ms per forward / 32 layers = 21.6 us per layer.
-ENGINE_FORWARD_OVERHEAD_S = {
-    "transformers": (0.0, (1 / 25.5 - 1 / 107) / 32),
-    "llama.cpp": (0.0, (1 / 138.31 - 1 / 146.81) / 32),
-    "vllm": (2.0e-3, 0.0),
-    "sglang": (2.0e-3, 0.0),
-    "mlx": (0.0, 1 / 1450.453 / 32),
-}
-ENGINE_FORWARD_OVERHEAD_SOURCES = {
-    "transformers": "eager PyTorch launch overhead 0.93 ms/layer (PyTorch blog 'GPT, Fast': 25.5 vs 107 tok/s)",
-    "llama.cpp": "kernel launches 13.1 us/layer (llama.cpp PR #6766: CUDA graphs 138.31 -> 146.81 t/s, RTX 4090)",
-    "vllm": "per-step CPU work ~2 ms (vLLM PR #17866 TPOT 2.6-2.7 ms for a 1B model; RFC #6854 ~4 ms in V0)",
-    "sglang": "assumed equal to vLLM's per-step overhead (~2 ms)",
-    "mlx": "graph construction 0.69 ms per Mistral-7B forward, 21.6 us/layer (ml-explore/mlx PR #871)",
-}
+# Per-forward engine overheads: Engine.forward_overhead_s in planner/engines/<engine>.py.
 # Acceptance priors (alpha, low, high) when the pairs catalog has nothing usable for a family pair.
 PRIOR_SAME_FAMILY = (0.7, 0.5, 0.9)
 PRIOR_SAME_FAMILY_SOURCE = ("assumed: same-family default; the bundled catalogs/pairs same-family "

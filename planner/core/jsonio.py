@@ -101,4 +101,10 @@ def read_json_object(path: str | Path, *, max_bytes: int = JSON_MAX_BYTES, what:
 
 
 def is_finite_number(x: Any) -> bool:
+    """True for an int or a finite float read from JSON or TOML (bools, NaN and +-inf are not numbers here).
+
+    Example:
+        >>> is_finite_number(2), is_finite_number(True), is_finite_number(float("nan"))
+        (True, False, False)
+    """
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)

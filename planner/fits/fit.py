@@ -25,24 +25,19 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
+from .. import engines
 from ..core.constants import (
     CPU_USABLE_FRACTION,
-    DEVICE_MARGIN_BYTES,
     FIT_MAX_BATCH,
     FIT_MAX_GPUS,
-    GPU_UTILIZATION,
     HOST_OVERHEAD_BYTES,
     MAX_CONTEXT,
-    OVERHEAD_BYTES,
-    OVERHEAD_SOURCES,
-    TP_COMM_BYTES,
 )
 from ..core.errors import UsageError
 from ..core.spec import MLA, LayerSpec, ModelSpec, TensorInfo
 from . import memory
 from .machine import Device, Machine, apple_working_set_fraction, with_overrides
 from .memory import (
-    LATENT_MLA_ENGINES,
     Ledger,
     Settings,
     activations,
@@ -52,35 +47,11 @@ from .memory import (
     ledger,
 )
 
-# Tensor groups each engine keeps whole on every tensor-parallel rank; the rest is split / tp.
-# vLLM/SGLang shard the vocabulary of both embedding and lm_head (VocabParallelEmbedding,
-# ParallelLMHead in vllm/model_executor/layers/vocab_parallel_embedding.py) and the vision tower;
-# transformers' tp_plan splits the layers and lm_head ("colwise_rep") but not embed_tokens;
-# llama.cpp's row split (--split-mode row) splits only the layers' matrices, keeping the rest on
-# the main GPU (device 0 of the group), see TP_MAIN_DEVICE_ONLY.
-TP_UNSPLIT_GROUPS = {
-    "vllm": frozenset({"norm", "other"}),
-    "sglang": frozenset({"norm", "other"}),
-    "transformers": frozenset({"embedding", "norm", "other", "vision"}),
-    "llama.cpp": frozenset({"embedding", "lm_head", "norm", "other", "vision"}),
-    "mlx": frozenset({"embedding", "norm", "other", "vision"}),
-}
-TP_MAIN_DEVICE_ONLY = frozenset({"llama.cpp"})
-# llama.cpp keeps the input embedding in host memory ("there is very little benefit to offloading
-# the input layer", src/llama-model.cpp dev_input = cpu); a tied model's output head is a copy of
-# it on the output (last) device.
-HOST_INPUT_ENGINES = frozenset({"llama.cpp"})
-# Engines that duplicate a tied embedding on the last pipeline stage to serve as lm_head.
-TIED_COPY_ON_LAST_STAGE = frozenset({"vllm", "sglang", "llama.cpp"})
-# Suggestions: the KV cache type each engine offers, and weight formats from best to smallest.
-KV_SUGGESTION = {"llama.cpp": "q8_0", "mlx": "q8_0", "vllm": "fp8", "sglang": "fp8"}
-WEIGHT_LADDER = {
-    "llama.cpp": ("q8_0", "q6_k", "q5_k", "q4_k"),
-    "vllm": ("fp8", "int4"),
-    "sglang": ("fp8", "int4"),
-    "transformers": ("int8", "nf4"),
-    "mlx": ("int8", "int4"),
-}
+# Engine facts used here live in the engine files (engines/*.py): tp_unsplit_groups (tensor groups kept
+# whole on every tensor-parallel rank; vLLM/SGLang shard embedding and lm_head, transformers' tp_plan
+# not embed_tokens, llama.cpp's row split only the layers' matrices), tp_main_device_only (llama.cpp
+# keeps the unsplit rest on the main GPU), host_input_embedding (llama.cpp keeps the input embedding
+# in RAM), tied_copy_on_last_stage, kv_suggestion and weights_ladder (the suggestions' ladders).
 SUGGESTION_ORDER = ("kv_dtype", "context", "batch", "draft", "weights", "gpus", "no_draft")
 
 
@@ -209,7 +180,7 @@ def device_budget(dev: Device, engine: str, utilization: float | None = None) ->
     if utilization is not None and not 0 < utilization <= 1:
         raise UsageError(f"Cannot use --utilization {utilization}: expected a fraction in (0, 1].")
     if dev.kind == "gpu":
-        frac = utilization if utilization is not None else GPU_UTILIZATION[engine]
+        frac = utilization if utilization is not None else engines.get(engine).gpu_utilization
         why = "--utilization" if utilization is not None else f"{engine} default"
     elif dev.kind == "apple":
         frac = utilization or dev.usable_fraction or apple_working_set_fraction(dev.memory_bytes)
@@ -217,7 +188,7 @@ def device_budget(dev: Device, engine: str, utilization: float | None = None) ->
     else:
         frac = utilization or dev.usable_fraction or CPU_USABLE_FRACTION
         why = "--utilization" if utilization is not None else "RAM left after OS headroom"
-    margin = DEVICE_MARGIN_BYTES.get(engine, 0) if dev.kind != "cpu" else 0
+    margin = engines.get(engine).device_margin_bytes if dev.kind != "cpu" else 0
     cap = math.floor(dev.memory_bytes * frac)
     src = f"{frac:.4g} x memory ({why})"
     if dev.free_bytes is not None and dev.free_bytes < cap:
@@ -232,7 +203,8 @@ def overhead_for(kind: str, s: Settings) -> tuple[int, str]:
     if s.overhead_bytes is not None:
         return s.overhead_bytes, "given (--overhead)"
     if kind == "gpu":
-        return OVERHEAD_BYTES[s.engine], OVERHEAD_SOURCES[s.engine]
+        e = engines.get(s.engine)
+        return e.overhead_bytes, e.overhead_source
     return HOST_OVERHEAD_BYTES, "no CUDA context on Metal/CPU runs (constants.HOST_OVERHEAD_BYTES)"
 
 
@@ -250,7 +222,7 @@ def stage_ranges(n_layers: int, pp: int, engine: str) -> tuple[tuple[int, int], 
     """
     if not 1 <= pp <= n_layers:
         raise UsageError(f"Cannot split {n_layers} layers into {pp} pipeline stages (expected 1..{n_layers}).")
-    if engine in ("vllm", "sglang"):
+    if engines.get(engine).pp_vllm_stages:
         parts = [n_layers // pp] * pp
         for i in range(2, n_layers % pp + 2):
             parts[-i] += 1
@@ -275,7 +247,7 @@ def shard_layer(layer: LayerSpec, tp: int, engine: str) -> LayerSpec:
     if tp == 1:
         return layer
     kv = layer.kv_heads
-    if kv and not (layer.attention == MLA and engine in LATENT_MLA_ENGINES):
+    if kv and not (layer.attention == MLA and engines.get(engine).latent_mla):
         kv = max(kv // tp, 1)
     return replace(layer, q_heads=_ceil_div(layer.q_heads, tp), kv_heads=kv, ffn_width=_ceil_div(layer.ffn_width, tp),
                    conv_dim=_ceil_div(layer.conv_dim, tp),
@@ -317,13 +289,13 @@ def weight_split(spec: ModelSpec, s: Settings, layout_tp: int, layout_pp: int, *
 
 def _weight_split(spec: ModelSpec, s: Settings, layout_tp: int, layout_pp: int, *,
                   on_host_ok: bool) -> tuple[list[int], int]:
-    engine, tp, pp = s.engine, layout_tp, layout_pp
-    stages = stage_ranges(spec.n_layers, pp, engine)
+    e, tp, pp = engines.get(s.engine), layout_tp, layout_pp
+    stages = stage_ranges(spec.n_layers, pp, e.name)
     stage_of = [i for i, (a, b) in enumerate(stages) for _ in range(a, b)]
     split = [0] * pp  # bytes divided over the stage's ranks
     whole = [0] * pp  # bytes every rank (or the main rank) holds whole
     host = 0
-    unsplit = TP_UNSPLIT_GROUPS[engine]
+    unsplit = e.tp_unsplit_groups
     tensors = resident_tensors(spec, s)
     has_head = any(t.group == "lm_head" for t in tensors)
     for t in tensors:
@@ -336,19 +308,19 @@ def _weight_split(spec: ModelSpec, s: Settings, layout_tp: int, layout_pp: int, 
             st = pp - 1
         else:
             st = 0
-        if t.group == "embedding" and on_host_ok and engine in HOST_INPUT_ENGINES:
+        if t.group == "embedding" and on_host_ok and e.host_input_embedding:
             host += t.nbytes
             if spec.tied_embeddings and not has_head:  # the output head reads a device copy
                 whole[pp - 1] += t.nbytes
             continue
         if t.group == "embedding" and spec.tied_embeddings and not has_head and pp > 1 \
-                and engine in TIED_COPY_ON_LAST_STAGE:
+                and e.tied_copy_on_last_stage:
             (whole if t.group in unsplit else split)[pp - 1] += t.nbytes
         (whole if t.group in unsplit else split)[st] += t.nbytes
     per_device = []
     for st in range(pp):
         for rank in range(tp):
-            keep = whole[st] if (rank == 0 or engine not in TP_MAIN_DEVICE_ONLY) else 0
+            keep = whole[st] if (rank == 0 or not e.tp_main_device_only) else 0
             per_device.append(_ceil_div(split[st], tp) + keep)
     return per_device, host
 
@@ -434,7 +406,7 @@ def evaluate(p: Problem, context: int, batch: int, placed: tuple[_Placed, ...] |
         hosts[m.devices[0]] += m.host_bytes
         if m.tp > 1:
             tp_devices.update(m.devices)
-    comm = TP_COMM_BYTES[p.settings.engine] if p.machine.kind == "gpu" else 0
+    comm = engines.get(p.settings.engine).tp_comm_bytes if p.machine.kind == "gpu" else 0
     return tuple(DeviceFit(budgets[d], tuple(shares[d]), overhead, comm if d in tp_devices else 0, hosts[d])
                  for d in used)
 
@@ -508,7 +480,7 @@ def _headroom(p: Problem) -> int:
 # --- suggestions ---------------------------------------------------------------------------
 
 def _suggest_kv(p: Problem) -> list[Suggestion]:
-    cand = KV_SUGGESTION.get(p.settings.engine)
+    cand = engines.get(p.settings.engine).kv_suggestion
     if cand is None:
         return []
     s = p.settings
@@ -549,8 +521,9 @@ def _suggest_weights(p: Problem) -> list[Suggestion]:
     s = p.settings
     now = sum(t.nbytes for t in resident_tensors(p.target, s))
     cands = []
-    for scheme in WEIGHT_LADDER.get(s.engine, ()):
-        new_s = replace(s, weights_dtype=scheme, group_size=64 if s.engine == "mlx" else s.group_size)
+    e = engines.get(s.engine)
+    for scheme in e.weights_ladder:
+        new_s = replace(s, weights_dtype=scheme, group_size=e.quant_group_size or s.group_size)
         if sum(t.nbytes for t in resident_tensors(p.target, new_s)) < now:
             cands.append((scheme, replace(p, settings=new_s, draft_settings=p.draft_settings or s)))
     best = _first_fitting(cands)
@@ -634,7 +607,7 @@ def fit(p: Problem, *, smaller_drafts: Sequence[ModelSpec] = ()) -> FitResult:
 
     Example:
         >>> from planner.sources import load_spec
-        >>> from planner.fits.machine import get_machine
+        >>> from planner.fits.machine_lookup import get_machine
         >>> r = fit(Problem(load_spec("llama-3.1-8b"), get_machine("rtx-4090"), Settings(engine="llama.cpp")))
         >>> r.fits, r.max_context_limit
         (True, 'memory')
@@ -652,9 +625,10 @@ def default_layout(n_devices: int, engine: str, tp: int | None = None, pp: int |
     """Default: every device, split by layers in llama.cpp (its default --split-mode layer) and
     tensor-parallel elsewhere; MLX runs on one device."""
     if tp is None and pp is None:
-        if engine == "mlx" or n_devices == 1:
+        split = engines.get(engine).default_split
+        if split == "single" or n_devices == 1:
             tp, pp = 1, 1
-        elif engine == "llama.cpp":
+        elif split == "pp":
             tp, pp = 1, n_devices
         else:
             tp, pp = n_devices, 1

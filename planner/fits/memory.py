@@ -12,43 +12,17 @@ carries where it came from. Engine rules (ENGINES.md):
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from functools import lru_cache
 from types import MappingProxyType
 
+from .. import engines
 from ..core import dtypes, quant
-from ..core.constants import (
-    LLAMACPP_CTX_PAD,
-    LLAMACPP_UBATCH,
-    OVERHEAD_BYTES,
-    OVERHEAD_SOURCES,
-    SGLANG_CHUNKED_PREFILL,
-    VLLM_BLOCK_TOKENS,
-    VLLM_MAX_BATCHED_TOKENS,
-)
 from ..core.errors import UsageError
-from ..core.spec import CHUNKED, FULL, MLA, NONE, SLIDING, LayerSpec, ModelSpec, TensorInfo
+from ..core.spec import FULL, MLA, NONE, SLIDING, LayerSpec, ModelSpec, TensorInfo
+from ..engines.base import windowed
 
-ENGINE_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp", "hf": "transformers",
-                  "mlx-lm": "mlx", "mlx_lm": "mlx", "ollama": "llama.cpp", "lmstudio": "llama.cpp"}
-LATENT_MLA_ENGINES = frozenset({"vllm", "sglang", "llama.cpp"})
-SIXTEEN_BIT_ENGINES = frozenset({"vllm", "sglang", "llama.cpp"})  # float32 checkpoints run in 16-bit
 KV_DTYPES = ("auto", "f32", "f16", "bf16", "fp8", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")
-MLX_PREFILL_STEP = 2048  # mlx_lm generate prefill_step_size
-VLLM_MAX_NUM_SEQS = 256  # vLLM sampler rows in the profile run (max_num_seqs default)
-
-
-def canonical_engine(name: str) -> str:
-    """Engine name as used in ledgers ("llama.cpp", "vllm", ...).
-
-    Raises:
-        UsageError: unknown engine.
-    """
-    key = name.strip().lower()
-    key = ENGINE_ALIASES.get(key, key)
-    if key not in OVERHEAD_BYTES:
-        raise UsageError(f"Cannot use engine '{name}': expected one of {', '.join(OVERHEAD_BYTES)}.")
-    return key
 
 
 @dataclass(frozen=True)
@@ -67,7 +41,7 @@ class Settings:
     draft_context: int | None = None  # llama.cpp -cd: the draft's own context
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "engine", canonical_engine(self.engine))
+        object.__setattr__(self, "engine", engines.canonical(self.engine))
         for name in ("context", "batch"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
@@ -123,9 +97,10 @@ class Ledger:
 def kv_format(kv_dtype: str | None, model_dtype: str, engine: str = "transformers") -> str:
     """Storage format of the KV cache: explicit, else f16 for llama.cpp, else the model's float dtype."""
     if kv_dtype is None or kv_dtype.lower() == "auto":
-        if engine == "llama.cpp":
-            return "F16"
-        if model_dtype == "F32" and engine in SIXTEEN_BIT_ENGINES:
+        e = engines.get(engine)
+        if e.default_kv_format:
+            return e.default_kv_format
+        if model_dtype == "F32" and e.sixteen_bit:
             return "BF16"
         return model_dtype if model_dtype in ("BF16", "F16", "F32") else "BF16"
     key = kv_dtype.strip().lower()
@@ -134,18 +109,14 @@ def kv_format(kv_dtype: str | None, model_dtype: str, engine: str = "transformer
     return dtypes.canonical(key)
 
 
-def _pad(n: int, to: int) -> int:
-    return -(-n // to) * to
-
-
 @lru_cache(maxsize=4096)
 def layer_token_bytes(layer: LayerSpec, fmt: str, engine: str) -> int:
     """Bytes one token adds to one layer's cache (K row + V row, or the MLA latent row)."""
     if layer.attention == NONE:
         return 0
     if layer.attention == MLA:
-        if engine in LATENT_MLA_ENGINES:
-            # latent cache: one "head" of kv_lora_rank + rope_dim (llama.cpp: V-less since PR #19067)
+        if engines.get(engine).latent_mla:
+            # latent cache: one "head" of kv_lora_rank + rope_dim (vLLM, SGLang, llama.cpp: V-less since PR #19067)
             return dtypes.row_bytes(fmt, layer.kv_lora_rank + layer.rope_dim)
         # transformers/mlx expand the latent: K = heads x qk_head_dim, V = heads x v_head_dim
         return (dtypes.row_bytes(fmt, layer.kv_heads * layer.head_dim_k)
@@ -154,36 +125,13 @@ def layer_token_bytes(layer: LayerSpec, fmt: str, engine: str) -> int:
 
 
 def layer_tokens_held(layer: LayerSpec, s: Settings, context: int, *, swa: bool = True) -> int:
-    """Tokens one layer's cache holds for the whole batch, with the engine's rounding.
+    """Tokens one layer's cache holds for the whole batch, with the engine's rounding and window rule.
 
-    llama.cpp: one cache of pad(context x batch, 256) cells; SWA min(that, pad(window x batch + n_ubatch, 256))
-    (the unified pool of `-np batch --kv-unified`, which planner/engines.py launches; docs/llamacpp.md).
-    vLLM: per sequence ceil(context/16) blocks of 16; SWA cdiv(min(window - 1 + max_batched_tokens,
-    context), 16) + 1 blocks (v1/kv_cache_interface.py). SGLang: token pool; SWA window + chunk.
-    transformers: context; SWA min(context, window). MLX: KVCache grows in steps of 256; RotatingKVCache = window.
+    Each engine file says how (engines/*.py `tokens_held`): llama.cpp one pool of pad(context x batch,
+    256) cells, vLLM 16-token blocks, SGLang a token pool, transformers the context, MLX steps of 256;
+    sliding layers hold their window plus the engine's slack where the engine runs SWA.
     """
-    e, b = s.engine, s.batch
-    windowed = layer.attention in (SLIDING, CHUNKED) and layer.window and (swa or layer.attention == CHUNKED)
-    if e == "llama.cpp":
-        cells = _pad(context * b, LLAMACPP_CTX_PAD)
-        if windowed:
-            return min(cells, _pad(layer.window * b + (s.prefill_chunk or LLAMACPP_UBATCH), LLAMACPP_CTX_PAD))
-        return cells
-    if e == "vllm":
-        if windowed:
-            chunk = s.prefill_chunk or VLLM_MAX_BATCHED_TOKENS
-            blocks = -(-min(layer.window - 1 + chunk, context) // VLLM_BLOCK_TOKENS) + 1
-            return b * min(blocks * VLLM_BLOCK_TOKENS, _pad(context, VLLM_BLOCK_TOKENS))
-        return b * _pad(context, VLLM_BLOCK_TOKENS)
-    if e == "sglang":
-        if windowed:
-            return b * min(context, layer.window + (s.prefill_chunk or SGLANG_CHUNKED_PREFILL))
-        return b * context
-    if e == "mlx":
-        if windowed:
-            return b * min(context, layer.window)
-        return b * _pad(context, 256)
-    return b * (min(context, layer.window) if windowed else context)
+    return engines.get(s.engine).tokens_held(layer, context, s.batch, s.prefill_chunk, windowed(layer, swa))
 
 
 def state_bytes_per_sequence(layer: LayerSpec, s: Settings, model_fmt: str, state_dtype: str | None) -> int:
@@ -195,8 +143,9 @@ def state_bytes_per_sequence(layer: LayerSpec, s: Settings, model_fmt: str, stat
     """
     if not layer.recurrent:
         return 0
-    width = layer.conv_kernel if s.engine == "transformers" else max(layer.conv_kernel - 1, 0)
-    if s.engine == "llama.cpp":
+    e = engines.get(s.engine)
+    width = layer.conv_kernel if e.conv_state_full_kernel else max(layer.conv_kernel - 1, 0)
+    if e.recurrent_state_f32:
         conv_fmt = ssm_fmt = "F32"
     else:
         conv_fmt = model_fmt if model_fmt in ("BF16", "F16", "F32") else "BF16"
@@ -204,10 +153,16 @@ def state_bytes_per_sequence(layer: LayerSpec, s: Settings, model_fmt: str, stat
     return dtypes.nbytes(conv_fmt, layer.conv_dim * width) + dtypes.nbytes(ssm_fmt, layer.recurrent_state_elems)
 
 
+def runs_swa(spec: ModelSpec, s: Settings) -> bool:
+    """Whether the engine runs this model's sliding layers as windows (llama.cpp: only where it implements
+    SWA for the architecture; others always)."""
+    return spec.llamacpp_swa or not engines.get(s.engine).swa_needs_arch
+
+
 def kv_per_token(spec: ModelSpec, s: Settings) -> int:
     """Bytes per extra token of context once every window is full (sliding and recurrent layers add 0)."""
     fmt = kv_format(s.kv_dtype, spec.dtype, s.engine)
-    swa = spec.llamacpp_swa or s.engine != "llama.cpp"
+    swa = runs_swa(spec, s)
     return sum(layer_token_bytes(layer, fmt, s.engine) for layer in spec.layers
                if layer.attention in (FULL, MLA) or (not swa and layer.attention == SLIDING))
 
@@ -215,10 +170,11 @@ def kv_per_token(spec: ModelSpec, s: Settings) -> int:
 def kv_cache(spec: ModelSpec, s: Settings, context: int) -> tuple[int, int]:
     """(KV cache bytes incl. state, of which recurrent state bytes) for the whole batch."""
     fmt = kv_format(s.kv_dtype, spec.dtype, s.engine)
-    swa = spec.llamacpp_swa or s.engine != "llama.cpp"
+    swa = runs_swa(spec, s)
     kv = sum(layer_token_bytes(layer, fmt, s.engine) * layer_tokens_held(layer, s, context, swa=swa)
              for layer in spec.layers if layer.has_kv)
-    copies = 1 + s.spec_tokens if s.engine == "vllm" and s.spec_tokens else 1  # vLLM: state x (1 + spec blocks)
+    # vLLM: state x (1 + speculative blocks)
+    copies = 1 + s.spec_tokens if engines.get(s.engine).state_copies_per_spec_token and s.spec_tokens else 1
     state = s.batch * copies * sum(state_bytes_per_sequence(layer, s, spec.dtype, spec.state_dtype)
                                    for layer in spec.layers)
     return kv + state, state
@@ -227,84 +183,26 @@ def kv_cache(spec: ModelSpec, s: Settings, context: int) -> tuple[int, int]:
 # --- activations -------------------------------------------------------------
 
 def prefill_chunk(s: Settings, context: int) -> int:
-    """Tokens in the largest forward: engine chunk (llama.cpp n_ubatch 512, vLLM 2048, SGLang 4096,
-    MLX 2048) or the whole prompt batch in transformers."""
+    """Tokens in the largest forward: the engine's chunk (llama.cpp n_ubatch 512, vLLM 2048, SGLang 4096,
+    MLX 2048) or the whole prompt batch in transformers; --prefill-chunk wins."""
     if s.prefill_chunk:
         return s.prefill_chunk
-    return {"llama.cpp": LLAMACPP_UBATCH, "vllm": VLLM_MAX_BATCHED_TOKENS, "sglang": SGLANG_CHUNKED_PREFILL,
-            "mlx": min(MLX_PREFILL_STEP, context * s.batch)}.get(s.engine, context * s.batch)
-
-
-def _llamacpp_ffn_width(layer: LayerSpec, spec: ModelSpec) -> tuple[int, int]:
-    """(FFN width F, extra rows of hidden width) of one layer's FFN in llama.cpp's graph.
-
-    Dense: F = ffn_width. MoE (build_moe_ffn): gate/up/act are [expert_ff, n_used, n_tokens], so
-    F = n_used x expert width (+ shared experts); the down projections give n_used hidden rows and
-    their weighted sum one more (measured: Qwen3-30B-A3B shapes, docs/llamacpp.md).
-    """
-    if layer.ffn == "moe" and spec.moe:
-        return (spec.moe.experts_per_token * spec.moe.expert_intermediate + spec.moe.shared_intermediate,
-                spec.moe.experts_per_token + 1)
-    return layer.ffn_width, 0
-
-
-def llamacpp_compute_bytes(spec: ModelSpec, s: Settings, context: int, *, flash_attn: bool = True) -> int:
-    """llama.cpp's device compute buffer: what ggml-alloc reserves for the worst-case graph.
-
-    At start-up llama.cpp reserves the graph of one ubatch of u = min(n_ctx, n_ubatch) tokens,
-    every row an output, over the full KV cache (llama-context.cpp sched_reserve/graph_reserve),
-    and keeps that buffer. Intermediate tensors are freed after their last use, so the buffer is
-    the largest of three stages (f32 activations, widths per token; masks f16 with flash attention):
-
-      output   u x (vocab + hidden) x 4                 logits + final normed hidden state
-      ffn      u x (3 F + 3 hidden) x 4 + masks         gate, up, swiglu (+ MoE: n_used hidden rows)
-      attention u x (2 hidden + 2 q + k + v) x 4 + masks  flash attention (default: -fa auto)
-               + cells x u x n_head x 4                 without it: the K*Q scores (-fa off)
-      masks    sum over caches (full, SWA) of cells x u x 2 (f16; f32 = 4 B without flash attention)
-
-    Calibration (tests/test_llamacpp.py, docs/llamacpp.md): exact for the published CUDA logs of
-    Qwen2.5-3B (300.75 MiB, LLamaSharp #1099) and Mistral-7B without flash attention (164.00 and
-    2144.00 MiB at 2k/32k context, fedora-copr/logdetective PR #106); CPU-only builds keep one
-    more u x hidden x 4 in the same buffer (measured with llama-cpp-python 0.3.36). A GPU run also
-    holds a host buffer (inputs: u x hidden x 4 + f32 masks) and the output buffer (n_seq x vocab x
-    4, growing to the rows one batch asks for) in RAM; neither is on the device.
-    """
-    hidden = spec.hidden
-    cells_full = _pad(context * s.batch, LLAMACPP_CTX_PAD)
-    u = min(prefill_chunk(s, context), cells_full)
-    swa = spec.llamacpp_swa
-    caches = {layer_tokens_held(layer, s, context, swa=swa) for layer in spec.layers if layer.has_kv}
-    mask_bytes = sum(c * u * (2 if flash_attn else 4) for c in caches)
-    layer_peak = 0
-    for layer in spec.layers:
-        ffn, rows = _llamacpp_ffn_width(layer, spec)
-        peak = 3 * ffn + (3 + rows) * hidden
-        if layer.has_kv:
-            q, q_out = layer.q_heads * layer.head_dim_k, layer.q_heads * layer.head_dim_v
-            kv = layer.kv_heads * (layer.head_dim_k + layer.head_dim_v)
-            attn = u * 4 * (2 * hidden + q + q_out + kv)
-            if not flash_attn:
-                cells = layer_tokens_held(layer, s, context, swa=swa)
-                attn = u * 4 * (2 * hidden + 2 * q) + cells * u * layer.q_heads * 4
-            peak = max(u * 4 * peak, attn)
-        else:
-            peak = u * 4 * peak
-        layer_peak = max(layer_peak, peak)
-    out = u * 4 * (spec.vocab + hidden) if spec.vocab else 0
-    return max(out, layer_peak + mask_bytes)
+    return engines.get(s.engine).prefill_chunk(context, s.batch)
 
 
 def activations(spec: ModelSpec, s: Settings, context: int) -> int:
     """Peak working memory of one forward (estimate).
 
-    llama.cpp: its reserved compute buffer (llamacpp_compute_bytes). Others, per token: 3 x hidden
-    (residual, normed, attention out) + q + k + v widths + 3 x FFN width (gate, up, activation;
-    MoE: experts_per_token x expert width + shared), at 2 B, times the chunk; plus fp32 logits
-    rows x vocab (vLLM samples max_num_seqs rows; others batch x (K+1) verify rows).
+    An engine with a model of its own says so (llama.cpp: its reserved compute buffer,
+    engines/llamacpp.py). Others, per token: 3 x hidden (residual, normed, attention out) + q + k + v
+    widths + 3 x FFN width (gate, up, activation; MoE: experts_per_token x expert width + shared),
+    at 2 B, times the chunk; plus fp32 logits rows x vocab (vLLM/SGLang sample at least
+    max_num_seqs rows; others batch x (K+1) verify rows).
     """
-    if s.engine == "llama.cpp":
-        return llamacpp_compute_bytes(spec, s, context)
+    e = engines.get(s.engine)
     chunk = prefill_chunk(s, context)
+    if e.activation_bytes is not None:
+        return e.activation_bytes(spec, context, s.batch, chunk, runs_swa(spec, s))
     widths = []
     for layer in spec.layers:
         attn = (layer.q_heads * layer.head_dim_k + layer.kv_heads * (layer.head_dim_k + layer.head_dim_v)
@@ -316,8 +214,7 @@ def activations(spec: ModelSpec, s: Settings, context: int) -> int:
         widths.append(attn + 3 * ffn)
     per_token = 3 * spec.hidden + max(widths, default=0)
     verify_rows = s.batch * (s.spec_tokens + 1)
-    rows = {"vllm": max(VLLM_MAX_NUM_SEQS, verify_rows),
-            "sglang": max(VLLM_MAX_NUM_SEQS, verify_rows)}.get(s.engine, verify_rows)
+    rows = max(e.min_logit_rows, verify_rows)
     return chunk * per_token * 2 + rows * spec.vocab * 4
 
 
@@ -327,7 +224,7 @@ def _scheme_name(spec: ModelSpec, s: Settings) -> str | None:
     """The re-sizing applied: --weights-dtype, or the engine's float32 -> 16-bit load."""
     if s.weights_dtype:
         return s.weights_dtype
-    if s.engine in SIXTEEN_BIT_ENGINES and spec.weights.dominant_dtype == "F32" and spec.source != "gguf":
+    if engines.get(s.engine).sixteen_bit and spec.weights.dominant_dtype == "F32" and spec.source != "gguf":
         # vLLM/SGLang dtype="auto" run float32 checkpoints in 16-bit (vllm config _get_and_verify_dtype);
         # llama.cpp's converter writes f16/bf16 GGUFs; a GGUF stored in F32 runs as stored
         return "bf16"
@@ -389,10 +286,9 @@ def model_ledger(spec: ModelSpec, s: Settings, role: str = "target") -> ModelLed
     w_bytes, w_fmt, w_src = weights(spec, s)
     kv_total, state = kv_cache(spec, s, context)
     kv_src = f"config shapes x {kv_format(s.kv_dtype, spec.dtype, s.engine)} ({s.engine} layout)"
-    act_src = f"assumed: estimate for a {prefill_chunk(s, context)}-token forward ({s.engine})"
-    if s.engine == "llama.cpp":
-        act_src = (f"estimate of llama.cpp's compute buffer ({prefill_chunk(s, context)}-token ubatch graph, flash "
-                   f"attention; calibrated on published logs, docs/llamacpp.md)")
+    chunk = prefill_chunk(s, context)
+    act_src = engines.get(s.engine).activation_source or "assumed: estimate for a {chunk}-token forward ({engine})"
+    act_src = act_src.format(chunk=chunk, engine=s.engine)
     prov = {"weights": w_src, "kv_cache": kv_src, "activations": act_src}
     if state:
         prov["state"] = "config shapes: fixed recurrent state per sequence"
@@ -413,10 +309,7 @@ def ledger(target: ModelSpec, s: Settings, draft: ModelSpec | None = None) -> Le
     models: Sequence[ModelLedger] = [model_ledger(target, s, "target")]
     if draft is not None:
         models = [*models, model_ledger(draft, s, "draft")]
-    overhead = OVERHEAD_BYTES[s.engine] if s.overhead_bytes is None else s.overhead_bytes
-    src = OVERHEAD_SOURCES[s.engine] if s.overhead_bytes is None else "given (--overhead)"
+    e = engines.get(s.engine)
+    overhead = e.overhead_bytes if s.overhead_bytes is None else s.overhead_bytes
+    src = e.overhead_source if s.overhead_bytes is None else "given (--overhead)"
     return Ledger(settings=s, models=tuple(models), overhead_bytes=overhead, overhead_source=src)
-
-
-def with_context(s: Settings, context: int) -> Settings:
-    return replace(s, context=context)

@@ -20,6 +20,7 @@ from itertools import pairwise
 from types import MappingProxyType
 from typing import Any
 
+from .. import engines
 from ..core.constants import (
     PAIR_DRAFT_RATIO_MAX,
     PAIR_DRAFT_RATIO_TYPICAL,
@@ -27,35 +28,11 @@ from ..core.constants import (
     PAIR_DRAFT_TYPICAL_PARAMS,
     catalog_dir,
 )
-from ..core.errors import ConfigError, UsageError
+from ..core.errors import ConfigError
 from ..core.spec import ModelSpec, TokenizerFingerprint
+from ..engines.base import Side, Verdict, first_text_mismatch, weakest_basis
 
-ENGINES = ("llama.cpp", "vllm", "transformers", "mlx-lm")
-ENGINE_ALIASES = {"llamacpp": "llama.cpp", "llama-cpp": "llama.cpp", "llama_cpp": "llama.cpp", "mlx": "mlx-lm",
-                  "mlx_lm": "mlx-lm", "mlxlm": "mlx-lm", "hf": "transformers"}
-# llama.cpp common/speculative.cpp: SPEC_VOCAB_MAX_SIZE_DIFFERENCE (once 100) and SPEC_VOCAB_CHECK_START_TOKEN_ID.
-LLAMACPP_MAX_VOCAB_DIFF = 128
-LLAMACPP_CHECK_START_ID = 5
-# llama.cpp's add_bos when a file does not say (src/llama-vocab.cpp defaults per tokenizer model).
-LLAMACPP_ADD_BOS_DEFAULT = {"SPM": True, "WPM": True, "BPE": False, "UGM": False}
-LLAMACPP_REFUSAL = ("llama.cpp reports any failed rule as 'draft model vocab type must match target model' "
-                    "(common/speculative.cpp common_speculative_are_compatible)")
-# Confidence of a verdict: what the engine itself compares was read ("exact"), catalog facts
-# (family tags, sizes) stood in for token tables ("catalog"), or only config vocab_size and ids ("lower").
-EXACT, CATALOG, LOWER = "exact", "catalog", "lower"
 SEVERITIES = ("error", "warning", "info")
-
-
-@dataclass(frozen=True)
-class Verdict:
-    """One engine: does the plain same-vocabulary algorithm run without extra options."""
-
-    engine: str
-    compatible: bool
-    failed_rule: str | None
-    fallback: str | None
-    detail: str
-    confidence: str = EXACT
 
 
 @dataclass(frozen=True)
@@ -114,210 +91,15 @@ class PairReport:
     def __post_init__(self) -> None:
         object.__setattr__(self, "verdicts", MappingProxyType(dict(self.verdicts)))
 
-    def incompatible(self, engines: Sequence[str] = ENGINES) -> bool:
-        """True when every engine in `engines` refuses the plain algorithm (CLI exit 1)."""
-        return all(not self.verdicts[e].compatible for e in engines)
-
-
-def canonical_engine(name: str) -> str:
-    """Engine name as used in reports ('llama.cpp', 'vllm', 'transformers', 'mlx-lm').
-
-    Raises:
-        UsageError: not one of the engines pairing knows.
-    """
-    key = name.strip().lower()
-    key = ENGINE_ALIASES.get(key, key)
-    if key not in ENGINES:
-        raise UsageError(f"Cannot check pairing for engine '{name}': expected one of {', '.join(ENGINES)} "
-                         f"(got '{name}'). Pass --engine with one of those names.")
-    return key
-
-
-# --- one side of the pair -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class _Side:
-    spec: ModelSpec
-    fp: TokenizerFingerprint | None
-
-    @property
-    def basis(self) -> str:
-        return self.fp.basis if self.fp else "none"
-
-    @property
-    def vocab_type(self) -> str | None:
-        vt = self.fp.vocab_type if self.fp else None
-        return None if vt in (None, "UNKNOWN") else vt
-
-    @property
-    def n_vocab(self) -> int:
-        return self.fp.n_vocab if self.fp else self.spec.vocab
-
-    @property
-    def bos(self) -> int | None:
-        return self.fp.bos_id if self.fp and self.fp.bos_id is not None else self.spec.bos_token_id
-
-    @property
-    def eos(self) -> int | None:
-        if self.fp and self.fp.eos_id is not None:
-            return self.fp.eos_id
-        return self.spec.eos_token_ids[0] if self.spec.eos_token_ids else None
-
-    def add_bos(self) -> tuple[bool | None, str]:
-        """add_bos as llama.cpp would hold it, and where it came from."""
-        if self.fp is None:
-            return None, "unknown"
-        if self.fp.add_bos is not None:
-            return self.fp.add_bos, "tokenizer files" if self.fp.basis != "catalog" else "catalog"
-        default = LLAMACPP_ADD_BOS_DEFAULT.get(self.vocab_type or "")
-        return default, f"llama.cpp default for {self.vocab_type}" if default is not None else "unknown"
-
-    def add_eos(self) -> bool | None:
-        if self.fp is None:
-            return None
-        return self.fp.add_eos if self.fp.add_eos is not None else (False if self.vocab_type else None)
-
-
-_BASIS_RANK = {"tokens": 3, "catalog": 2, "config": 1, "none": 0}
-
-
-def _weakest(t: _Side, d: _Side) -> str:
-    return min((t.basis, d.basis), key=lambda b: _BASIS_RANK.get(b, 0))
-
-
-# --- llama.cpp ----------------------------------------------------------------------------------
-
-
-def _llamacpp(t: _Side, d: _Side) -> Verdict:
-    """common_speculative_are_compatible, rule by rule, naming the first that fails."""
-    weakest = _weakest(t, d)
-    conf = EXACT if weakest == "tokens" else CATALOG if weakest == "catalog" else LOWER
-
-    def fail(rule: str, why: str) -> Verdict:
-        return Verdict("llama.cpp", False, rule, None, f"{why}. {LLAMACPP_REFUSAL}; builds of about mid-2025 "
-                       f"to mid-2026 translated such pairs through text instead (--spec-replace, PR #12635), "
-                       f"which is slow; current builds refuse.", conf)
-
-    if t.vocab_type and d.vocab_type and t.vocab_type != d.vocab_type:
-        return fail("vocab_type", f"vocab types differ: target {t.vocab_type}, draft {d.vocab_type}")
-    notes = []
-    (tb, tb_src), (db, db_src) = t.add_bos(), d.add_bos()
-    if tb is not None and db is not None:
-        if tb != db:
-            return fail("add_bos", f"add_bos differs: target {tb} ({tb_src}), draft {db} ({db_src})")
-        if tb and t.bos != d.bos:
-            return fail("bos_id", f"both add BOS but the ids differ: target {t.bos}, draft {d.bos}")
-    elif t.bos is not None and d.bos is not None and t.bos != d.bos:
-        return fail("bos_id", f"bos ids differ: target {t.bos}, draft {d.bos} (add_bos unknown, assumed added)")
-    te, de = t.add_eos(), d.add_eos()
-    if te is not None and de is not None:
-        if te != de:
-            return fail("add_eos", f"add_eos differs: target {te}, draft {de}")
-        if te and t.eos != d.eos:
-            return fail("eos_id", f"both add EOS but the ids differ: target {t.eos}, draft {d.eos}")
-    unadded = [f"{k} {a} vs {b}" for k, a, b in (("bos", t.bos, d.bos), ("eos", t.eos, d.eos))
-               if a is not None and b is not None and a != b]
-    if unadded:
-        notes.append(f"ids not added differ ({', '.join(unadded)}): current builds ignore them, older builds "
-                     f"compared bos/eos ids unconditionally and refuse this pair")
-    diff = abs(t.n_vocab - d.n_vocab)
-    if diff > LLAMACPP_MAX_VOCAB_DIFF:
-        return fail("n_vocab_difference", f"n_vocab {t.n_vocab} (target) vs {d.n_vocab} (draft): difference "
-                    f"{diff} > {LLAMACPP_MAX_VOCAB_DIFF} (SPEC_VOCAB_MAX_SIZE_DIFFERENCE)")
-    end = min(t.n_vocab, d.n_vocab)
-    if t.fp is not None and d.fp is not None and t.fp.tokens is not None and d.fp.tokens is not None:
-        i = first_text_mismatch(t.fp, d.fp, start=LLAMACPP_CHECK_START_ID, end=end)
-        if i is not None:
-            return fail("token_text", f"token {i} differs: target {t.fp.token_text(i)!r}, draft "
-                        f"{d.fp.token_text(i)!r} (ids {LLAMACPP_CHECK_START_ID}..{end - 1} must match)")
-        checked = f"token text equal for ids {LLAMACPP_CHECK_START_ID}..{end - 1}"
-    elif t.fp is not None and d.fp is not None and t.fp.family and d.fp.family:
-        if t.fp.family != d.fp.family:
-            return fail("token_text", f"tokenizer families differ (catalog facts): target '{t.fp.family}', "
-                        f"draft '{d.fp.family}', so token texts differ")
-        checked = f"same tokenizer family '{t.fp.family}' (catalog facts): token text taken as equal"
-    else:
-        checked = "token text not compared (no token table on both sides): lower confidence"
-        conf = LOWER
-    detail = (f"vocab type {t.vocab_type or '?'}/{d.vocab_type or '?'}, add_bos {tb}/{db}, n_vocab "
-              f"{t.n_vocab}/{d.n_vocab} (difference {diff} <= {LLAMACPP_MAX_VOCAB_DIFF}); {checked}")
-    return Verdict("llama.cpp", True, None, None, "; ".join([detail, *notes]), conf)
-
-
-def first_text_mismatch(a: TokenizerFingerprint, b: TokenizerFingerprint, *, start: int, end: int) -> int | None:
-    """The first id in [start, end) whose token text differs (padding ids read as `[PAD{i}]`), or None."""
-    ta, tb = a.tokens or (), b.tokens or ()
-    m = max(start, min(len(ta), len(tb), end))
-    if ta[start:m] != tb[start:m]:  # tuple comparison runs in C; locate only on failure
-        return next(i for i in range(start, m) if ta[i] != tb[i])
-    for i in range(m, end):
-        if a.token_text(i) != b.token_text(i):
-            return i
-    return None
-
-
-# --- vLLM, transformers, mlx-lm -----------------------------------------------------------------
-
-
-def _vllm(t: _Side, d: _Side, same: bool | None) -> Verdict:
-    tv, dv = t.spec.vocab, d.spec.vocab
-    if tv == dv:
-        extra = (" The tokenizers differ, and vLLM does no token-text check: it runs the pair and rejects "
-                 "nearly every draft token." if same is False else "")
-        return Verdict("vllm", True, None, None, f"config vocab_size {tv} on both (vLLM draft_model compares "
-                       f"only this, vllm/config/speculative.py).{extra}")
-    pad = (" Same tokenizer: the sizes differ only by embedding padding, vLLM refuses anyway." if same else "")
-    return Verdict("vllm", False, "vocab_size",
-                   "speculative_config {\"method\": \"draft_model\", \"use_heterogeneous_vocab\": true} "
-                   "(TLI, greedy drafting only)",
-                   f"config vocab_size {tv} (target) vs {dv} (draft): 'Target and draft model should have the "
-                   f"same vocabulary size' (vllm/config/speculative.py).{pad}")
-
-
-def _transformers(t: _Side, d: _Side, same: bool | None) -> Verdict:
-    tv, dv = t.spec.vocab, d.spec.vocab
-    if tv == dv:
-        extra = (" Caution: the tokenizers differ, so draft ids mean other strings to the target and "
-                 "nearly all are rejected." if same is False else "")
-        return Verdict("transformers", True, None, None, f"config vocab_size {tv} on both: plain assisted "
-                       f"generation, generate(assistant_model=...) (generation/utils.py _validate_assistant).{extra}")
-    routed = (" This routes a same-tokenizer pair to UAG: transformers decides 'same tokenizer' by "
-              "config.vocab_size alone, and the sizes differ only by embedding padding (issue #45307 crashed "
-              "on this path)." if same else "")
-    return Verdict("transformers", False, "vocab_size",
-                   "Universal Assisted Generation: generate(assistant_model=..., tokenizer=..., "
-                   "assistant_tokenizer=...); text re-encoding (SLEM) when greedy, TLI "
-                   "(AssistantToTargetTranslator) when do_sample=True",
-                   f"config vocab_size {tv} (target) vs {dv} (draft): generate() requires tokenizer and "
-                   f"assistant_tokenizer.{routed}")
-
-
-def _mlx(t: _Side, d: _Side) -> Verdict:
-    """mlx_lm generate: `draft_tokenizer.vocab_size != tokenizer.vocab_size` -> refuse (base vocabulary)."""
-    tf, df = t.fp, d.fp
-    if tf and df and tf.base_vocab_size is not None and df.base_vocab_size is not None:
-        a, b, what, conf = tf.base_vocab_size, df.base_vocab_size, "tokenizer.vocab_size (base vocabulary)", EXACT
-        if _weakest(t, d) == "catalog":
-            conf = CATALOG
-    elif tf and df and tf.family and df.family and tf.family == df.family:
-        return Verdict("mlx-lm", True, None, None, f"same tokenizer family '{tf.family}' (catalog facts): "
-                       f"equal tokenizer.vocab_size", CATALOG)
-    elif tf and df and tf.basis != "config" and df.basis != "config":
-        a, b, what, conf = tf.vocab_size, df.vocab_size, "len(tokenizer) (base vocabulary size unknown)", LOWER
-    else:
-        a, b, what, conf = t.spec.vocab, d.spec.vocab, "config vocab_size (no tokenizer facts)", LOWER
-    if a == b:
-        return Verdict("mlx-lm", True, None, None, f"{what} {a} on both", conf)
-    return Verdict("mlx-lm", False, "tokenizer.vocab_size", None,
-                   f"{what} {a} (target) vs {b} (draft): mlx_lm refuses ('Draft model tokenizer does not match "
-                   f"model tokenizer', mlx_lm/generate.py); no heterogeneous-vocabulary path", conf)
+    def incompatible(self, names: Sequence[str] | None = None) -> bool:
+        """True when every engine in `names` (default: all) refuses the plain algorithm (CLI exit 1)."""
+        return all(not self.verdicts[e].compatible for e in (names or self.verdicts))
 
 
 # --- same tokenizer, differences, overlap -------------------------------------------------------
 
 
-def _compare_tokenizers(t: _Side, d: _Side) -> tuple[bool | None, list[str]]:
+def _compare_tokenizers(t: Side, d: Side) -> tuple[bool | None, list[str]]:
     """Whether the two id -> token tables (and text processing) are the same; named differences."""
     diffs: list[str] = []
     tf, df = t.fp, d.fp
@@ -550,7 +332,7 @@ def _context_advice(target: ModelSpec, draft: ModelSpec, context: int | None) ->
                    f"context (llama.cpp -cd, vLLM draft max_model_len)")]
 
 
-def _lineage_advice(t: _Side, d: _Side, fam: bool, same: bool | None) -> list[Advice]:
+def _lineage_advice(t: Side, d: Side, fam: bool, same: bool | None) -> list[Advice]:
     out = []
     tfam, dfam = t.spec.family or t.spec.model_type, d.spec.family or d.spec.model_type
     if fam:
@@ -604,11 +386,10 @@ def pair(target: ModelSpec, draft: ModelSpec, *, target_tokenizer: TokenizerFing
         >>> r.verdicts["vllm"].failed_rule, r.verdicts["llama.cpp"].compatible
         ('vocab_size', True)
     """
-    t = _Side(target, target_tokenizer if target_tokenizer is not None else target.tokenizer)
-    d = _Side(draft, draft_tokenizer if draft_tokenizer is not None else draft.tokenizer)
+    t = Side(target, target_tokenizer if target_tokenizer is not None else target.tokenizer)
+    d = Side(draft, draft_tokenizer if draft_tokenizer is not None else draft.tokenizer)
     same, diffs = _compare_tokenizers(t, d)
-    verdicts = {"llama.cpp": _llamacpp(t, d), "vllm": _vllm(t, d, same), "transformers": _transformers(t, d, same),
-                "mlx-lm": _mlx(t, d)}
+    verdicts = {e.name: e.pair_rule(t, d, same) for e in engines.all_engines()}
     ov = vocab_overlap(t.fp, d.fp, target_rows=target.vocab, draft_rows=draft.vocab)
     fam = family_match(target, draft, same)
     advice = (_lineage_advice(t, d, fam, same) + _size_advice(target, draft) + _moe_advice(target)
@@ -617,7 +398,7 @@ def pair(target: ModelSpec, draft: ModelSpec, *, target_tokenizer: TokenizerFing
     if same is not True or any(not v.compatible for v in verdicts.values()):
         hetero = _heterogeneous(ov)
         advice.append(_hetero_advice(hetero, same, verdicts))
-    basis = _weakest(t, d)
+    basis = weakest_basis(t, d)
     notes = []
     if basis in ("config", "none"):
         notes.append("no token tables or catalog tokenizer facts on both sides: verdicts use config vocab_size "
@@ -657,7 +438,7 @@ def to_json(r: PairReport) -> dict[str, Any]:
     h = r.heterogeneous
     return {
         "target": r.target, "draft": r.draft,
-        "engines": {e: verdict(r.verdicts[e]) for e in ENGINES},
+        "engines": {e: verdict(v) for e, v in r.verdicts.items()},
         "same_tokenizer": r.same_tokenizer,
         "vocab_overlap": round(r.overlap.of_draft, 6) if r.overlap else None,
         "family_match": r.family_match,

@@ -26,9 +26,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..core.errors import ConfigError, MachineError, PlannerError, UsageError
+from ..core.fmt import fmt_bytes
 from ..core.spec import ModelSpec
+from ..drafting import Compatibility, DraftingMethod, DraftModel
+from ..engines.base import EXACT, Verdict
 from ..fits import fit
-from ..fits.machine import Machine, custom_gpu, get_machine, with_overrides
+from ..fits.machine import Machine, custom_gpu, with_overrides
+from ..fits.machine_lookup import get_machine
 from ..fits.memory import Settings
 from ..pairing import pair as pairing
 from ..speed import acceptance as acc
@@ -51,14 +55,22 @@ class Scenario:
     label: str  # the machine's name in results (catalog slug, file name, or "1x-gpu-24gib")
     target: ModelSpec
     target_ref: str
-    draft: ModelSpec | None
-    draft_ref: str | None
+    method: DraftingMethod | None  # how tokens are drafted (None: plain decoding)
     settings: Settings  # spec_tokens = K (or max_k) when drafting: the verify rows the ledger holds
     layout: fit.Layout
     given_acceptance: acc.Acceptance | None
     profile: object | None  # profile.Profile (read lazily: planner.speed.profile is only read here)
     profile_path: str | None
     origin: str = "policy"  # the policy file (or "command line"), for messages
+
+    @property
+    def draft(self) -> ModelSpec | None:
+        """The model the method keeps resident beside the target (what fit splits over devices)."""
+        return self.method.resident_model() if self.method is not None else None
+
+    @property
+    def draft_ref(self) -> str | None:
+        return self.method.ref if self.method is not None else None
 
 
 @dataclass(frozen=True)
@@ -83,10 +95,17 @@ class Assessment:
     scenario: Scenario
     devices: tuple[fit.DeviceFit, ...]  # empty when the layout cannot be placed
     layout_error: str | None
-    pair: pairing.PairReport | None
-    verdict: pairing.Verdict | None
+    compat: Compatibility | None  # the engine's verdict on the method (None: no draft)
     speed: Speed | None
     speed_error: str | None  # why there is no speed (no bandwidth figure and no profile)
+
+    @property
+    def pair(self) -> pairing.PairReport | None:
+        return self.compat.report if self.compat is not None else None
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.compat.verdict if self.compat is not None else None
 
     @property
     def headroom_bytes(self) -> int | None:
@@ -104,10 +123,7 @@ class Assessment:
     @property
     def fallback(self) -> str | None:
         """The engine's heterogeneous-vocabulary path when it refuses the plain algorithm."""
-        v, engine = self.verdict, self.scenario.settings.engine
-        if v is None or v.compatible or engine not in plan.FALLBACK_ENGINES:
-            return None
-        return v.fallback
+        return self.compat.fallback if self.compat is not None else None
 
 
 @dataclass(frozen=True)
@@ -216,8 +232,8 @@ def scenarios(d: Deployment, machines: Sequence[Machine], *, base: str | Path = 
     t_ref = _ref(d.target, base)
     target = _load(t_ref, d, "target", cache, origin)
     d_ref = _ref(d.draft, base) if d.draft else None
-    draft = _load(d_ref, d, "draft", cache, origin) if d_ref else None
-    k_rows = (d.k or d.max_k) if draft is not None else 0
+    method = DraftModel(_load(d_ref, d, "draft", cache, origin), d_ref) if d_ref else None
+    k_rows = (d.k or d.max_k) if method is not None else 0
     s = Settings(context=d.context, batch=d.batch, engine=d.engine, kv_dtype=d.kv_dtype,
                  weights_dtype=d.weights_dtype, spec_tokens=k_rows)
     given = given_acceptance(d, Path(origin).name)
@@ -233,27 +249,27 @@ def scenarios(d: Deployment, machines: Sequence[Machine], *, base: str | Path = 
                 raise ConfigError(f"Cannot check deployment '{d.name}' of '{origin}' (profile): {e}", path,
                                   key="profile") from e
         layout = fit.default_layout(m.n_devices, d.engine, d.tp, d.pp)
-        out.append(Scenario(deployment=d, machine=m, label=label, target=target, target_ref=t_ref, draft=draft,
-                            draft_ref=d_ref, settings=s, layout=layout, given_acceptance=given, profile=prof,
+        out.append(Scenario(deployment=d, machine=m, label=label, target=target, target_ref=t_ref, method=method,
+                            settings=s, layout=layout, given_acceptance=given, profile=prof,
                             profile_path=path, origin=origin))
     return out
 
 
 # --- judging one scenario ------------------------------------------------------------------
 
-def measured_acceptance(profile: object | None, draft: ModelSpec) -> acc.Acceptance | None:
+def measured_acceptance(profile: object | None, method: DraftingMethod) -> acc.Acceptance | None:
     """A probe's measured alpha (+/- 2 std over prompts) when it measured this very draft."""
     a = getattr(profile, "acceptance", None)
     pd = getattr(profile, "draft", None)
-    if a is None or pd is None or pd.id != draft.id:
+    if a is None or pd is None or pd.id != method.label:
         return None
     lo, hi = max(0.0, a.alpha - 2 * a.alpha_std), min(1.0, a.alpha + 2 * a.alpha_std)
     return acc.Acceptance(a.alpha, lo, hi, given=f"alpha = {a.alpha:.3f} (measured)",
                           source=f"measured by probe ({a.prompts} prompts)")
 
 
-def costs_for(sc: Scenario) -> tuple[Callable[[ModelSpec, Settings], plan.Costs], int]:
-    """(draft spec, settings) -> Costs for this scenario, and the largest K the costs cover.
+def costs_for(sc: Scenario) -> tuple[Callable[[DraftingMethod, Settings], plan.Costs], int]:
+    """(drafting method, settings) -> Costs for this scenario, and the largest K the costs cover.
 
     Profile when the deployment names one for this machine (t_v measured; t_d measured for the
     profiled draft, else roofline-scaled), else the machine's roofline.
@@ -271,33 +287,24 @@ def costs_for(sc: Scenario) -> tuple[Callable[[ModelSpec, Settings], plan.Costs]
                            f"deployment names no profile. Set profile = \"probe.json\" (from 'planner probe') or "
                            f"machine = <catalog name>")
 
-    def roofline(draft: ModelSpec, s: Settings) -> plan.Costs:
-        return plan.roofline_costs(sc.target, draft, roof, s, k_max)
+    def roofline(method: DraftingMethod, s: Settings) -> plan.Costs:
+        return plan.roofline_costs(sc.target, method, roof, s, k_max)
     return roofline, k_max
 
 
-def tli_cap(report: pairing.PairReport, verdict: pairing.Verdict) -> float | None:
-    """Published TLI acceptance at this vocabulary overlap when the engine needs a translation
-    (same rule as plan.recommend: a same-tokenizer pair refused over padding maps ids one to one)."""
-    h = report.heterogeneous
-    if (not verdict.compatible and report.same_tokenizer is not True and h and h.tli_acceptance):
-        return h.tli_acceptance.value
-    return None
-
-
-def assess_speed(sc: Scenario, report: pairing.PairReport, verdict: pairing.Verdict) -> Speed:
+def assess_speed(sc: Scenario, compat: Compatibility) -> Speed:
     """Predict the speed-up at the deployment's K (else the best K).
 
     Raises:
         MachineError: no profile and no bandwidth figure; UsageError: k beyond the profile's curve.
     """
-    if sc.draft is None:
+    if sc.method is None:
         raise UsageError(f"Cannot predict a speed-up for deployment '{sc.deployment.name}': it names no draft.")
     cost_fn, k_top = costs_for(sc)
     d = sc.deployment
-    costs = cost_fn(sc.draft, sc.settings)
-    alpha = plan.acceptance_for(sc.target, sc.draft, given=sc.given_acceptance,
-                                measured=measured_acceptance(sc.profile, sc.draft), tli=tli_cap(report, verdict))
+    costs = cost_fn(sc.method, sc.settings)
+    alpha = plan.acceptance_for(sc.target, sc.method, given=sc.given_acceptance,
+                                measured=measured_acceptance(sc.profile, sc.method), tli=compat.tli_alpha)
     if d.k is not None and d.k > len(costs.verify_s) - 1:
         raise UsageError(f"Cannot judge deployment '{d.name}' at k = {d.k} on '{sc.label}': its costs cover "
                          f"K <= {len(costs.verify_s) - 1} (expected k within the profile). Probe with a larger "
@@ -332,25 +339,22 @@ def assess(sc: Scenario, *, need_speed: bool = True) -> Assessment:
         devices = fit.evaluate(problem, sc.settings.context, sc.settings.batch)
     except UsageError as e:
         layout_error = str(e)
-    report = verdict = None
-    if sc.draft is not None:
-        report = pairing.pair(sc.target, sc.draft, context=sc.settings.context)
-        verdict = report.verdicts[plan.PAIRING_ENGINE[sc.settings.engine]]
+    compat = None
+    if sc.method is not None:
+        compat = sc.method.compatibility(sc.target, sc.settings.engine, context=sc.settings.context)
     sp, speed_error = None, None
-    if need_speed and report is not None and verdict is not None:
+    if need_speed and compat is not None:
         try:
-            sp = assess_speed(sc, report, verdict)
+            sp = assess_speed(sc, compat)
         except MachineError as e:
             speed_error = str(e)
-    return Assessment(scenario=sc, devices=devices, layout_error=layout_error, pair=report, verdict=verdict,
-                      speed=sp, speed_error=speed_error)
+    return Assessment(scenario=sc, devices=devices, layout_error=layout_error, compat=compat, speed=sp,
+                      speed_error=speed_error)
 
 
 # --- requirements ----------------------------------------------------------------------------
 
 def _gib(n: int | None) -> str:
-    from ..render.text import fmt_bytes
-
     return fmt_bytes(n)
 
 
@@ -410,10 +414,10 @@ def _compatible(a: Assessment) -> Result:
     v = a.verdict
     if v is None:
         return Result(d.name, sc.label, COMPATIBLE, SKIP, None, True, "no draft: nothing to pair")
-    conf = f" (confidence: {v.confidence})" if v.confidence != pairing.EXACT else ""
+    conf = f" (confidence: {v.confidence})" if v.confidence != EXACT else ""
     if v.compatible:
         return Result(d.name, sc.label, COMPATIBLE, PASS, True, True,
-                      f"{engine} runs the plain draft algorithm with {sc.draft.id}{conf}")
+                      f"{engine} runs the plain draft algorithm with {sc.method.label}{conf}")
     fb = a.fallback
     refused = f"{engine} refuses the plain algorithm: {v.failed_rule} ({v.detail})"
     if fb and d.require.allow_fallback:
@@ -429,7 +433,7 @@ def _speedup(a: Assessment) -> Result:
     sc = a.scenario
     d = sc.deployment
     bound = d.require.min_speedup
-    if sc.draft is None:
+    if sc.method is None:
         return Result(d.name, sc.label, MIN_SPEEDUP, SKIP, None, bound, "no draft: plain decoding has speed-up 1.0")
     sp = a.speed
     if sp is None:

@@ -281,9 +281,9 @@ def _checked(origin: str, where: str, key: str, fn: Any) -> Any:
 
 
 def _engine(name: str) -> str:
-    from ..fits.memory import canonical_engine
+    from .. import engines
 
-    return canonical_engine(name)
+    return engines.canonical(name)
 
 
 def _kv(value: str, engine: str) -> None:

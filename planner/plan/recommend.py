@@ -21,23 +21,18 @@ from .. import engines
 from ..core.constants import CPU_MATMUL_EFFICIENCY
 from ..core.errors import MachineError, PlannerError, UsageError
 from ..core.spec import ModelSpec
+from ..drafting import Compatibility, DraftingMethod, DraftModel
 from ..fits import fit
 from ..fits.machine import Machine
 from ..fits.memory import Settings
-from ..pairing import pair as pairing
 from ..speed import acceptance as acc
 from ..speed import model as speed
 from ..speed import roofline
 from ..speed.model import Costs
 
-# KV cache types worth trying per engine, unquantised first (quantised KV is not lossless).
-KV_OPTIONS = {"vllm": ("auto", "fp8"), "sglang": ("auto", "fp8"), "llama.cpp": ("f16", "q8_0"),
-              "transformers": ("auto",), "mlx": ("auto",)}
-# Pairing verdict that governs each serving engine (SGLang STANDALONE compares vocab sizes like vLLM).
-PAIRING_ENGINE = {"vllm": "vllm", "sglang": "vllm", "llama.cpp": "llama.cpp", "transformers": "transformers",
-                  "mlx": "mlx-lm"}
-# Engines whose refusal has a heterogeneous-vocabulary fallback (vLLM TLI, transformers UAG).
-FALLBACK_ENGINES = frozenset({"vllm", "transformers"})
+# Per engine (engines/*.py): the KV cache types worth trying, unquantised first (Engine.kv_options: quantised
+# KV is not lossless), its own pairing verdict, and whether a refusal has a heterogeneous-vocabulary
+# fallback (Engine.heterogeneous_fallback: vLLM TLI, transformers UAG).
 DEFAULT_K_MAX = 8
 # A draft larger than this share of the target's weights is not a candidate by default.
 MAX_DRAFT_SHARE = 0.5
@@ -46,14 +41,6 @@ QUANT_KV_MARGIN = 1.02
 # A draft whose base/instruct style differs from the target's (chat template, tuning) must beat a
 # matching one by this factor: the acceptance priors do not see the mismatch, pairing advice does.
 STYLE_MARGIN = 1.02
-
-
-@dataclass(frozen=True)
-class Candidate:
-    """A draft to consider: what the user typed (for launch commands) and its spec."""
-
-    ref: str
-    spec: ModelSpec
 
 
 @dataclass(frozen=True)
@@ -146,7 +133,7 @@ def tokenizer_family(spec: ModelSpec) -> tuple[str | None, str]:
     return best[1], "matched by " + ", ".join(best[2])
 
 
-def catalog_candidates(target: ModelSpec, family: str | None) -> list[Candidate]:
+def catalog_candidates(target: ModelSpec, family: str | None) -> list[DraftingMethod]:
     """Catalog models sharing the target's tokenizer family and much smaller than it."""
     from ..sources import catalog, load_spec
 
@@ -162,7 +149,7 @@ def catalog_candidates(target: ModelSpec, family: str | None) -> list[Candidate]
         except PlannerError:
             continue
         if spec.weights.resident_bytes <= target.weights.resident_bytes * MAX_DRAFT_SHARE:
-            out.append(Candidate(ref=e["id"], spec=spec))
+            out.append(DraftModel(spec=spec, ref=e["id"]))
     return out
 
 
@@ -187,18 +174,19 @@ def roofline_machine(machine: Machine, layout: fit.Layout) -> roofline.Roof:
                          name=machine.name)
 
 
-def roofline_costs(target: ModelSpec, draft: ModelSpec, machine: roofline.Roof, s: Settings, k_max: int) -> Costs:
-    """Roofline t_v(1..k_max+1) and t_d on the deployment context (one sequence)."""
+def roofline_costs(target: ModelSpec, method: DraftingMethod, machine: roofline.Roof, s: Settings,
+                   k_max: int) -> Costs:
+    """Roofline t_v(1..k_max+1) of the target and the method's t_d on the deployment context (one sequence)."""
     verify = roofline.verify_curve(target, machine, context=s.context, n_max=k_max + 1, settings=s)
-    t_d = roofline.draft_step_s(draft, machine, context=s.context, settings=s)
-    return Costs(verify_s=verify, draft_s=t_d, overhead_s=0.0, source=f"roofline ({machine.name})")
+    return Costs(verify_s=verify, draft_s=method.step_s(machine, s), overhead_s=0.0,
+                 source=f"roofline ({machine.name})")
 
 
-def acceptance_for(target: ModelSpec, draft: ModelSpec, *, given: acc.Acceptance | None,
+def acceptance_for(target: ModelSpec, method: DraftingMethod, *, given: acc.Acceptance | None,
                    measured: acc.Acceptance | None, tli: float | None) -> acc.Acceptance:
-    """Measured > given > catalog prior for the two families > family default; a vocabulary
-    translation (TLI) caps it at the published acceptance for that overlap."""
-    a = measured or given or acc.prior_for(target.family, draft.family)
+    """Measured > given > the method's prior (published pairs of the two families > family default);
+    a vocabulary translation (TLI) caps it at the published acceptance for that overlap."""
+    a = measured or given or method.acceptance_prior(target)
     if tli is not None and tli < a.alpha:
         lo = min(a.low, tli)
         a = acc.Acceptance(alpha=tli, low=lo, high=max(tli, min(a.high, tli + 0.1)),
@@ -209,13 +197,11 @@ def acceptance_for(target: ModelSpec, draft: ModelSpec, *, given: acc.Acceptance
 
 # --- one option ------------------------------------------------------------------------------
 
-def evaluate_option(problem: fit.Problem, cand: Candidate, verdict: pairing.Verdict, tli: float | None,
-                    costs: Costs, alpha: acc.Acceptance, k_max: int, kv: str, launch_in: engines.LaunchInput,
-                    engine: str) -> Option:
+def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compatibility, costs: Costs,
+                    alpha: acc.Acceptance, k_max: int, kv: str, launch_in: engines.LaunchInput, engine: str) -> Option:
     devs = fit.evaluate(problem, problem.settings.context, problem.settings.batch)
     headroom = min(d.headroom_bytes for d in devs)
-    fallback = verdict.fallback if (not verdict.compatible and engine in FALLBACK_ENGINES) else None
-    compatible = verdict.compatible or fallback is not None
+    verdict, fallback, compatible = compat.verdict, compat.fallback, compat.runs
     pred = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k_max)
     reasons = list(pred.reasons)
     if headroom < 0:
@@ -224,17 +210,17 @@ def evaluate_option(problem: fit.Problem, cand: Candidate, verdict: pairing.Verd
         reasons.insert(0, f"{engine} refuses this pair: {verdict.failed_rule} ({verdict.detail})")
     elif fallback:
         reasons.insert(0, f"{engine} needs {fallback} for this pair ({verdict.failed_rule})")
-    launch = engines.launch(engine, replace(launch_in, draft=cand.ref, k=pred.k_best, kv_dtype=_kv_flag(kv),
+    launch = engines.launch(engine, replace(launch_in, **method.launch_fields(), k=pred.k_best, kv_dtype=_kv_flag(kv),
                                             heterogeneous=fallback is not None))
-    return Option(draft=cand.spec.id, draft_ref=cand.ref, kv_dtype=kv, k=pred.k_best, speedup=pred.speedup,
+    return Option(draft=method.label, draft_ref=method.ref, kv_dtype=kv, k=pred.k_best, speedup=pred.speedup,
                   speedup_interval=(pred.speedup_low, pred.speedup_high), verdict=pred.verdict,
                   fits=headroom >= 0, headroom_bytes=headroom, compatible=compatible, fallback=fallback,
                   reasons=tuple(reasons), acceptance=alpha, costs_source=costs.source, prediction=pred,
-                  launch=launch, style_match=_style_match(problem.target, cand.spec))
+                  launch=launch, style_match=_style_match(problem.target, method.resident_model()))
 
 
-def _style_match(target: ModelSpec, draft: ModelSpec) -> bool:
-    if target.instruct is None or draft.instruct is None:
+def _style_match(target: ModelSpec, draft: ModelSpec | None) -> bool:
+    if draft is None or target.instruct is None or draft.instruct is None:
         return True
     return bool(target.instruct) == bool(draft.instruct)
 
@@ -255,7 +241,7 @@ def rank(options: Sequence[Option]) -> list[Option]:
 # --- the whole recommendation ------------------------------------------------------------------
 
 def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: str, context: int, batch: int = 1,
-              layout: fit.Layout | None = None, candidates: Sequence[Candidate] | None = None,
+              layout: fit.Layout | None = None, candidates: Sequence[DraftingMethod] | None = None,
               costs_for: Any = None, given_acceptance: acc.Acceptance | None = None,
               measured_acceptance: dict[str, acc.Acceptance] | None = None, k_max: int = DEFAULT_K_MAX,
               kv_dtypes: Sequence[str] | None = None, utilization: float | None = None,
@@ -265,10 +251,10 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
     Args:
         target, target_ref: the target spec and what the user typed (for launch commands).
         machine: catalog/detected machine; layout: tp/pp split (default: engine's).
-        candidates: drafts to consider (default: catalog models sharing the target's tokenizer).
-        costs_for: callable (draft spec, Settings) -> Costs (e.g. from a profile); default roofline.
-        given_acceptance: --acceptance; measured_acceptance: draft id -> probe-measured acceptance.
-        k_max: largest K considered; kv_dtypes: KV types to try (default KV_OPTIONS[engine]).
+        candidates: drafting methods to consider (default: catalog models sharing the target's tokenizer).
+        costs_for: callable (method, Settings) -> Costs (e.g. from a profile); default roofline.
+        given_acceptance: --acceptance; measured_acceptance: method label (draft id) -> probe-measured acceptance.
+        k_max: largest K considered; kv_dtypes: KV types to try (default: the engine's kv_options).
         weights_dtype: re-size both models' weights (int4, q4_k, fp8, ...), as `planner memory`.
 
     Raises:
@@ -298,28 +284,23 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
         roof = roofline_machine(machine, layout)
         curves: dict[tuple, tuple[float, ...]] = {}  # the target's curve depends on the KV type only
 
-        def costs_for(d: ModelSpec, s: Settings) -> Costs:
+        def costs_for(method: DraftingMethod, s: Settings) -> Costs:
             key = (s.kv_dtype, s.context)
             if key not in curves:
                 curves[key] = roofline.verify_curve(target, roof, context=s.context, n_max=k_max + 1, settings=s)
-            t_d = roofline.draft_step_s(d, roof, context=s.context, settings=s)
-            return Costs(verify_s=curves[key], draft_s=t_d, overhead_s=0.0, source=f"roofline ({roof.name})")
+            return Costs(verify_s=curves[key], draft_s=method.step_s(roof, s), overhead_s=0.0,
+                         source=f"roofline ({roof.name})")
     options = []
-    for cand in cands:
-        report = pairing.pair(target, cand.spec, context=context)
-        verdict = report.verdicts[PAIRING_ENGINE[engine]]
-        tli = None  # same tokenizer, refused only over embedding padding: TLI maps ids one to one
-        if (not verdict.compatible and report.same_tokenizer is not True and report.heterogeneous
-                and report.heterogeneous.tli_acceptance):
-            tli = report.heterogeneous.tli_acceptance.value
-        alpha = acceptance_for(target, cand.spec, given=given_acceptance,
-                               measured=(measured_acceptance or {}).get(cand.spec.id), tli=tli)
-        for kv in kv_dtypes or KV_OPTIONS[engine]:
+    for method in cands:
+        compat = method.compatibility(target, engine, context=context)
+        alpha = acceptance_for(target, method, given=given_acceptance,
+                               measured=(measured_acceptance or {}).get(method.label), tli=compat.tli_alpha)
+        for kv in kv_dtypes or engines.get(engine).kv_options:
             s = Settings(context=context, batch=batch, engine=engine, kv_dtype=None if kv == "auto" else kv,
                          weights_dtype=weights_dtype,
                          spec_tokens=k_max)
-            problem = fit.Problem(target, machine, s, layout, draft=cand.spec, utilization=utilization)
-            options.append(evaluate_option(problem, cand, verdict, tli, costs_for(cand.spec, s), alpha, k_max, kv,
+            problem = fit.Problem(target, machine, s, layout, draft=method.resident_model(), utilization=utilization)
+            options.append(evaluate_option(problem, method, compat, costs_for(method, s), alpha, k_max, kv,
                                            launch_in, engine))
     ranked = rank(options)
     choice = _choose(ranked, base_headroom >= 0, launch_in, engine)
@@ -348,7 +329,7 @@ def _choose(ranked: Sequence[Option], base_fits: bool, launch_in: engines.Launch
             reasons.append(f"best candidate {top.draft} (K={top.k}, {top.kv_dtype} KV) predicts "
                            f"{top.speedup:.2f}x: slower than plain decoding")
             reasons.extend(top.reasons)
-    return Option(draft=None, draft_ref=None, kv_dtype=KV_OPTIONS[engine][0], k=0, speedup=1.0,
+    return Option(draft=None, draft_ref=None, kv_dtype=engines.get(engine).kv_options[0], k=0, speedup=1.0,
                   speedup_interval=(1.0, 1.0), verdict="no speculation", fits=base_fits, headroom_bytes=0,
                   compatible=True, fallback=None, reasons=tuple(reasons), acceptance=None, costs_source="-",
                   launch=engines.launch(engine, launch_in))
@@ -388,14 +369,15 @@ def profile_costs(profile: Any, target: ModelSpec, roof: roofline.Roof | None) -
     else the roofline t_d calibrated by measured / roofline t_v(1) (labelled)."""
     verify = tuple(profile.target.verify_s)
 
-    def costs(d: ModelSpec, s: Settings) -> Costs:
-        if profile.draft is not None and profile.draft.id == d.id:
+    def costs(method: DraftingMethod, s: Settings) -> Costs:
+        if profile.draft is not None and profile.draft.id == method.label:
             return Costs(verify, profile.draft.step_s, profile.overhead_s, "profile (measured)")
         if roof is None:
-            raise MachineError(f"Cannot cost draft '{d.id}': the profile measured '{getattr(profile.draft, 'id', None)}' "
-                               f"and the machine has no bandwidth figure to scale from. Probe this draft.")
+            raise MachineError(f"Cannot cost draft '{method.label}': the profile measured "
+                               f"'{getattr(profile.draft, 'id', None)}' and the machine has no bandwidth figure to "
+                               f"scale from. Probe this draft.")
         scale = verify[0] / roofline.forward_cost(target, roof, n=1, context=s.context, settings=s).seconds
-        t_d = roofline.draft_step_s(d, roof, context=s.context, settings=s) * scale
+        t_d = method.step_s(roof, s) * scale
         return Costs(verify, t_d, profile.overhead_s,
                      f"profile (measured target); draft step roofline x {scale:.2f} calibration")
     return costs

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import ctypes
 import importlib.metadata
-import importlib.util
 from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -35,7 +34,7 @@ from typing import Any
 
 from ..core.errors import LlamaCppUnavailable, UsageError
 from ..core.spec import ModelSpec
-from ..fits.memory import Settings, kv_cache, llamacpp_compute_bytes
+from ..fits.memory import Settings, activations, kv_cache
 from ..speed.profile import ModelCurve, Profile, diagnose
 from .timing import Deadline, measure_round_robin
 
@@ -44,11 +43,6 @@ N_BATCH = 512  # n_batch = n_ubatch: llama.cpp's default ubatch (common/common.h
 PREFILL_SHARE = 0.5  # of the time left: more and the prefill would starve the timed calls
 LOG_LINES = 200  # llama.cpp log lines kept: to explain a failure, and what it allocated
 GGML_LOG_KEPT = frozenset({2, 3, 4})  # ggml_log_level INFO, WARN, ERROR (DEBUG = 1 and CONT = 5 dropped)
-
-
-def llamacpp_available() -> bool:
-    """True when llama-cpp-python is installed (checked without importing it)."""
-    return importlib.util.find_spec("llama_cpp") is not None
 
 
 def require_llama_cpp(what: str = "llama.cpp probe") -> ModuleType:
@@ -277,14 +271,14 @@ def time_model(path: str, *, points: int, all_logits: bool, st: Any, gpu: bool, 
 
 def _need_bytes(spec: ModelSpec, context: int) -> int:
     s = Settings(context=context, engine="llama.cpp")
-    return spec.weights.resident_bytes + kv_cache(spec, s, context)[0] + llamacpp_compute_bytes(spec, s, context)
+    return spec.weights.resident_bytes + kv_cache(spec, s, context)[0] + activations(spec, s, context)
 
 
 def _check_memory(specs: Sequence[ModelSpec], context: int, st: Any, gpu: bool) -> None:
     """Host memory check before loading (GPU memory is left to llama.cpp's own allocation error)."""
     if gpu:
         return
-    from .runner import available_bytes
+    from .device import available_bytes
 
     avail = st.memory_bytes if st.memory_bytes is not None else available_bytes("cpu")
     for spec in specs:
@@ -340,7 +334,7 @@ def run_llamacpp(target_path: str, target: ModelSpec, draft_path: str | None, dr
         UsageError: not GGUF files, a GPU device without a GPU build, not enough memory, or a prefill
             that does not fit the budget.
     """
-    from .runner import budget_for, device_name, library_versions, now
+    from .device import budget_for, device_name, library_versions, now
 
     L = require_llama_cpp()
     for p in (target_path, draft_path):

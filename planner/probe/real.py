@@ -19,7 +19,7 @@ from typing import Any
 from ..core.errors import UsageError
 from ..core.spec import ModelSpec
 from . import require_torch
-from .synthetic import DTYPE_BYTES, TORCH_DTYPES
+from .synthetic_shapes import DTYPE_BYTES, TORCH_DTYPES
 from .timing import Deadline, sync
 
 PREFILL_CHUNK = 512

@@ -26,17 +26,18 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ..core.errors import ConfigError, MachineError, UsageError
+from ..core.fmt import fmt_bytes
+from ..drafting import DraftModel
 from ..fits import fit
 from ..plan import check
 from ..plan import recommend as plan
 from ..speed import model as speed
 from ..speed import roofline
-from .text import fmt_bytes
+from .text import format_value
 
 COLORS = {"target weights": "#1f4e79", "draft weights": "#5b9bd5", "target KV cache": "#c55a11",
           "draft KV cache": "#f4b183", "activations": "#70ad47", "overhead": "#7f7f7f", "headroom": "#e2efda"}
 SVG_SALT = "spec-planner"
-ENGINE_ORDER = ("llama.cpp", "vllm", "transformers", "mlx-lm")
 
 
 # --- the document model --------------------------------------------------------------------
@@ -95,12 +96,12 @@ def recommend_for(sc: check.Scenario) -> tuple[plan.Recommendation | None, str |
     d = sc.deployment
     try:
         cost_fn, k_top = check.costs_for(sc)
-        cands = [plan.Candidate(ref=sc.draft_ref or sc.draft.id, spec=sc.draft)] if sc.draft else None
-        measured = check.measured_acceptance(sc.profile, sc.draft) if sc.draft else None
+        cands = [sc.method] if sc.method else None
+        measured = check.measured_acceptance(sc.profile, sc.method) if sc.method else None
         rec = plan.recommend(sc.target, _launch_ref(sc), sc.machine, engine=sc.settings.engine,
                              context=sc.settings.context, batch=sc.settings.batch, layout=sc.layout,
                              candidates=cands, costs_for=cost_fn, given_acceptance=sc.given_acceptance,
-                             measured_acceptance={sc.draft.id: measured} if measured else None, k_max=k_top,
+                             measured_acceptance={sc.method.label: measured} if measured else None, k_max=k_top,
                              kv_dtypes=[d.kv_dtype] if d.kv_dtype else None, utilization=d.utilization,
                              temperature=d.temperature)
     except (MachineError, UsageError) as e:
@@ -114,7 +115,7 @@ def _with_draft(sc: check.Scenario, ref: str) -> check.Scenario:
     d = replace(sc.deployment, draft=ref)
     spec = load_spec(ref)
     k_rows = d.k or d.max_k
-    return replace(sc, deployment=d, draft=spec, draft_ref=ref, settings=replace(sc.settings, spec_tokens=k_rows))
+    return replace(sc, deployment=d, method=DraftModel(spec, ref), settings=replace(sc.settings, spec_tokens=k_rows))
 
 
 def target_curve(sc: check.Scenario, a: check.Assessment) -> tuple[tuple[float, ...], str | None]:
@@ -147,8 +148,8 @@ def build_section(sc: check.Scenario, index: int, *, judge: bool = True) -> Sect
                    check.Result(sc.deployment.name, sc.label, check.MIN_SPEEDUP, check.SKIP, None,
                                 sc.deployment.require.min_speedup, str(e)))
     rec, rec_error = recommend_for(sc)
-    shown, origin = original, "given" if sc.draft is not None else "none"
-    if sc.draft is None and rec is not None:
+    shown, origin = original, "given" if sc.method is not None else "none"
+    if sc.method is None and rec is not None:
         # the recommended draft; when plain decoding wins, the best candidate that fits and pairs (to show why)
         pick, origin_if = rec.choice, "recommended"
         if not pick.draft:
@@ -184,7 +185,7 @@ def overview_blocks(s: Section) -> list[Block]:
     a = s.assessment
     sc = a.scenario
     m = sc.machine
-    draft = "-" if sc.draft is None else f"{sc.draft.id} ({s.draft_origin})"
+    draft = "-" if sc.method is None else f"{sc.method.label} ({s.draft_origin})"
     rows = [("target", sc.target.id), ("draft", draft), ("machine", f"{m.display_name} ({sc.label}, {m.origin}, "
                                                                      f"{m.n_devices} device(s))"),
             ("engine", sc.settings.engine), ("context x batch", f"{sc.settings.context:,} x {sc.settings.batch}"),
@@ -229,8 +230,6 @@ def overview_blocks(s: Section) -> list[Block]:
 
 
 def _value(requirement: str, value: Any) -> str:
-    from ..commands.check import format_value
-
     return format_value(requirement, value)
 
 
@@ -245,7 +244,7 @@ def ledger_rows(a: check.Assessment) -> list[tuple[str, list[int]]]:
             ("target KV cache", part("target", "kv_cache_bytes")), ("draft KV cache", part("draft", "kv_cache_bytes")),
             ("activations", [sum(x.activation_bytes for x in d.shares) for d in devs]),
             ("overhead", [d.overhead_bytes + d.comm_bytes for d in devs])]
-    if a.scenario.draft is None:
+    if a.scenario.method is None:
         rows = [r for r in rows if not r[0].startswith("draft")]
     return [*rows, ("used", [d.used_bytes for d in devs]), ("budget", [d.budget.budget_bytes for d in devs]),
             ("headroom", [d.headroom_bytes for d in devs])]
@@ -275,8 +274,7 @@ def pairing_blocks(s: Section) -> list[Block]:
         return [*out, Block("p", "No draft: nothing to pair (plain decoding).")]
     r = a.pair
     rows = []
-    for e in ENGINE_ORDER:
-        v = r.verdicts.get(e)
+    for e, v in r.verdicts.items():
         if v is not None:
             rows.append((Cell(e), Cell("yes" if v.compatible else "no"), Cell(v.failed_rule or "-"),
                          Cell(v.fallback or "-"), Cell(v.confidence), Cell(v.detail)))

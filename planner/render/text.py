@@ -1,7 +1,7 @@
-"""Rendering: ledgers and plans -> tables (tabulate) or JSON-ready dicts. All unit formatting lives here.
+"""Rendering: ledgers and plans -> tables (tabulate) or JSON-ready dicts.
 
-Why: computation modules return integers of bytes and seconds; this is the one
-place that turns them into GiB/ms for people, and into the documented JSON
+Why: computation modules return integers of bytes and seconds; rendering turns them
+into GiB/ms for people (with core/fmt.py's helpers), and into the documented JSON
 schemas (bytes stay integers) for machines.
 """
 
@@ -11,27 +11,20 @@ from typing import Any
 
 from tabulate import tabulate
 
+from ..core.fmt import fmt_bytes, fmt_count
 from ..fits.memory import Ledger, ModelLedger
+from ..plan.check import COMPATIBLE, MIN_SPEEDUP
 
 
-def fmt_bytes(n: int | float | None) -> str:
-    """Bytes for people: binary units, 2 decimals (GiB), or '-'."""
-    if n is None:
+def format_value(requirement: str, value: Any) -> str:
+    """A `planner check` result value or bound for people: bytes in binary units, speed-ups as 1.23x."""
+    if value is None:
         return "-"
-    n = float(n)
-    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= size:
-            return f"{n / size:.2f} {unit}"
-    return f"{int(n)} B"
-
-
-def fmt_count(n: int | None) -> str:
-    if n is None:
-        return "-"
-    for unit, size in (("T", 10**12), ("B", 10**9), ("M", 10**6), ("K", 10**3)):
-        if n >= size:
-            return f"{n / size:.2f}{unit}"
-    return str(n)
+    if requirement == MIN_SPEEDUP:
+        return f"{value:.2f}x"
+    if requirement == COMPATIBLE:
+        return {True: "yes", False: "no"}.get(value, str(value))
+    return fmt_bytes(value)
 
 
 def model_ledger_json(m: ModelLedger) -> dict[str, Any]:

@@ -7,7 +7,6 @@ weights from safetensors headers when present, else from the config's shapes.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from ..core import quant
@@ -15,13 +14,12 @@ from ..core.spec import ModelSpec, TensorInfo, WeightInventory
 from .arch import derive
 from .arch.base import ArchSpec, Tensors, token_ids, vision_tower
 from .config import normalise
-from .resolve import Located, locate
+from .located import INSTRUCT_NAME, Located
+from .resolve import locate
 from .tensors import active_params, inventory_from_header, routed_expert_params
 from .tokenizer import fingerprint_from_located
 
 __all__ = ["load_spec", "locate", "spec_from_located"]
-
-_INSTRUCT = re.compile(r"instruct|chat|(^|[-_])it($|[-_])|-sft|-dpo|thinking", re.I)
 
 
 def load_spec(ref: str, *, revision: str | None = None) -> ModelSpec:
@@ -135,6 +133,6 @@ def _instruct(loc: Located, entry: dict[str, Any]) -> bool | None:
     if "instruct" in entry:
         return bool(entry["instruct"])
     name = entry.get("id") or loc.ref
-    if _INSTRUCT.search(str(name).rsplit("/", 1)[-1]):
+    if INSTRUCT_NAME.search(str(name).rsplit("/", 1)[-1]):
         return True
     return None

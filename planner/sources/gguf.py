@@ -23,7 +23,7 @@ from ..core.spec import ModelSpec, TensorInfo, WeightInventory
 from .gguf_arch import derive
 from .gguf_header import INTEGER_TYPES, GGUFHeader, SkippedArray, read_header
 from .gguf_tokenizer import fingerprint
-from .resolve import Located
+from .located import INSTRUCT_NAME, Located
 from .tensors import active_params, classify, routed_expert_params
 
 __all__ = ["locate_gguf", "read_gguf", "spec_from_gguf"]
@@ -208,9 +208,7 @@ def _str(meta: Any, key: str) -> str | None:
 
 
 def _instruct(h: GGUFHeader) -> bool | None:
-    from . import _INSTRUCT
-
     for text in (_str(h.metadata, "general.finetune"), _str(h.metadata, "general.name"), Path(h.path).name):
-        if text and _INSTRUCT.search(text):
+        if text and INSTRUCT_NAME.search(text):
             return True
     return None

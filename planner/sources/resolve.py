@@ -7,7 +7,6 @@ Hub (only when online). `.bin`/`.pt`/`.pth` weights are pickles: noticed, never 
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -15,30 +14,12 @@ from ..core.constants import is_offline
 from ..core.errors import ConfigError, HeaderError, ModelNotFound, OfflineError
 from ..core.jsonio import read_json_object
 from . import catalog, hub
-from .safetensors import RawTensor, read_dir_tensors, read_index
+from .located import Located
+from .safetensors import read_dir_tensors, read_index
 
 PICKLE_SUFFIXES = (".bin", ".pt", ".pth", ".pkl", ".ckpt")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_map.json", "tokenizer.model",
                    "vocab.json", "merges.txt", "chat_template.jinja", "chat_template.json")
-
-
-@dataclass
-class Located:
-    """The raw description of one model, before any interpretation."""
-
-    ref: str
-    source: str  # local | hf-cache | hub | catalog | gguf
-    config: dict[str, Any]
-    config_origin: str
-    path: Path | None = None
-    generation_config: dict[str, Any] | None = None
-    tensors: list[RawTensor] | None = None
-    tensor_files: list[str] = field(default_factory=list)
-    tokenizer_files: dict[str, Path] = field(default_factory=dict)
-    catalog_entry: dict[str, Any] | None = None
-    revision: str | None = None
-    notes: list[str] = field(default_factory=list)
-    gguf: Any = None  # GGUF header reader result, for .gguf sources
 
 
 def locate(ref: str, *, revision: str | None = None) -> Located:

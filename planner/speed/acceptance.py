@@ -35,37 +35,13 @@ from ..core.constants import (
     catalog_dir,
 )
 from ..core.errors import ConfigError, UsageError
-from .model import alpha_for_expected, bisect_increasing, expected_accepted
+from ..core.jsonio import is_finite_number, read_json
+from .model import Acceptance, alpha_for_expected, bisect_increasing, expected_accepted
 
 ALPHA, GREEDY_MATCH, ACCEPTED_PER_DRAFTED, TAU = "alpha", "greedy_match", "accepted_per_drafted", "tau"
 CONVENTIONS = (ALPHA, GREEDY_MATCH, ACCEPTED_PER_DRAFTED, TAU)
 _NEEDS_K = frozenset({ACCEPTED_PER_DRAFTED, TAU})
 _Z95 = 1.959963984540054  # two-sided 95% normal quantile, for Wilson intervals
-
-
-@dataclass(frozen=True)
-class Acceptance:
-    """An acceptance rate as alpha, with an interval and its provenance.
-
-    `given` names the convention and raw value the alpha came from (e.g.
-    "accepted_per_drafted = 0.721 at K=5"); `source` names where that number was
-    published or measured, or says "assumed".
-    """
-
-    alpha: float
-    low: float
-    high: float
-    given: str
-    source: str
-
-    def __post_init__(self) -> None:
-        for name in ("alpha", "low", "high"):
-            v = getattr(self, name)
-            if not (isinstance(v, (int, float)) and math.isfinite(v) and 0.0 <= v <= 1.0):
-                raise UsageError(f"Cannot use acceptance {name} = {v}: expected a number in [0, 1].")
-        if not self.low <= self.alpha <= self.high:
-            raise UsageError(f"Cannot use acceptance interval [{self.low}, {self.high}]: it must contain "
-                             f"alpha = {self.alpha}.")
 
 
 # --- conversions (each monotone, so an interval converts end by end) -----------------
@@ -348,8 +324,6 @@ OUTCOMES = ("faster", "slower", "no gain")
 
 @lru_cache(maxsize=4)
 def _load_pairs(directory: str) -> tuple[PairEntry, ...]:
-    from ..core.jsonio import read_json
-
     entries: list[PairEntry] = []
     seen: dict[str, str] = {}
     for path in sorted(Path(directory).glob("*.json")):
@@ -381,7 +355,7 @@ def _parse_entry(item: Any, path: Path, i: int) -> PairEntry:
     k, temp = item.get("k"), item.get("temperature")
     if k is not None and (not isinstance(k, int) or isinstance(k, bool) or k < 1):
         raise ConfigError(f"Cannot read {where}: k must be a positive integer or null, got {k!r}.", path, key="k")
-    if temp is not None and not (_num(temp) and temp >= 0):
+    if temp is not None and not (is_finite_number(temp) and temp >= 0):
         raise ConfigError(f"Cannot read {where}: temperature must be >= 0 or null, got {temp!r}.", path,
                           key="temperature")
     value, convention = _parse_acceptance(item.get("acceptance"), where, path, k)
@@ -391,7 +365,7 @@ def _parse_entry(item: Any, path: Path, i: int) -> PairEntry:
                           f"speedup (numbers or null).", path, key="result")
     nums = {key: result.get(key) for key in ("baseline_tok_s", "spec_tok_s", "speedup")}
     for key, v in nums.items():
-        if v is not None and not (_num(v) and v > 0):
+        if v is not None and not (is_finite_number(v) and v > 0):
             raise ConfigError(f"Cannot read {where}: result.{key} must be a positive number or null, got {v!r}.",
                               path, key=f"result.{key}")
     return PairEntry(id=item["id"], target=item["target"], draft=item["draft"], target_family=item["target_family"],
@@ -405,14 +379,10 @@ def _parse_entry(item: Any, path: Path, i: int) -> PairEntry:
 def _parse_acceptance(acc: Any, where: str, path: Path, k: int | None) -> tuple[float | None, str | None]:
     if acc is None:
         return None, None
-    if not isinstance(acc, Mapping) or acc.get("convention") not in CONVENTIONS or not _num(acc.get("value")):
+    if not isinstance(acc, Mapping) or acc.get("convention") not in CONVENTIONS or not is_finite_number(acc.get("value")):
         raise ConfigError(f"Cannot read {where}: acceptance must be null or {{\"value\": number, \"convention\": "
                           f"one of {', '.join(CONVENTIONS)}}}, got {acc!r}.", path, key="acceptance")
     if acc["convention"] in _NEEDS_K and k is None:
         raise ConfigError(f"Cannot read {where}: convention '{acc['convention']}' needs k (tokens drafted per "
                           f"round) to convert to alpha; store k or set acceptance to null.", path, key="k")
     return float(acc["value"]), acc["convention"]
-
-
-def _num(v: Any) -> bool:
-    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)

@@ -23,18 +23,39 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from ..core.constants import DRAFT_RATIO_WARN, VERIFY_SLOPE_WARN
 from ..core.errors import UsageError
-
-if TYPE_CHECKING:
-    from .acceptance import Acceptance
 
 Alpha = float | Sequence[float]  # one alpha, or per-position a_1..a_K
 
 FASTER, SLOWER, UNCERTAIN = "faster", "slower", "uncertain"
 _BISECT_STEPS = 200  # bisection on [0, 1]: 2**-200 is far below float resolution
+
+
+@dataclass(frozen=True)
+class Acceptance:
+    """An acceptance rate as alpha, with an interval and its provenance.
+
+    `given` names the convention and raw value the alpha came from (e.g.
+    "accepted_per_drafted = 0.721 at K=5"); `source` names where that number was
+    published or measured, or says "assumed".
+    """
+
+    alpha: float
+    low: float
+    high: float
+    given: str
+    source: str
+
+    def __post_init__(self) -> None:
+        for name in ("alpha", "low", "high"):
+            v = getattr(self, name)
+            if not (isinstance(v, (int, float)) and math.isfinite(v) and 0.0 <= v <= 1.0):
+                raise UsageError(f"Cannot use acceptance {name} = {v}: expected a number in [0, 1].")
+        if not self.low <= self.alpha <= self.high:
+            raise UsageError(f"Cannot use acceptance interval [{self.low}, {self.high}]: it must contain "
+                             f"alpha = {self.alpha}.")
 
 
 # --- tokens per round ---------------------------------------------------------
@@ -358,12 +379,11 @@ def bisect_increasing(f: Callable[[float], float], target: float) -> float:
 
 
 def _unpack_alpha(alpha: Alpha | Acceptance) -> tuple[Alpha, float | None, float | None, str | None]:
-    if hasattr(alpha, "alpha") and hasattr(alpha, "low") and hasattr(alpha, "high"):
-        acc = alpha
-        central, low, high = (_check_alpha(float(x)) for x in (acc.alpha, acc.low, acc.high))
+    if isinstance(alpha, Acceptance):
+        central, low, high = (_check_alpha(float(x)) for x in (alpha.alpha, alpha.low, alpha.high))
         if not low <= central <= high:
             raise UsageError(f"Cannot use acceptance interval [{low}, {high}]: it must contain alpha = {central}.")
-        return central, low, high, getattr(acc, "given", None)
+        return central, low, high, alpha.given
     if isinstance(alpha, (int, float)):
         return _check_alpha(float(alpha)), None, None, None
     rates = tuple(_check_alpha(float(a)) for a in alpha)

@@ -329,7 +329,7 @@ class _Reader:
         v = self.get(d, key, path, optional=optional)
         if v is None and optional:
             return None
-        ok = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+        ok = jsonio.is_finite_number(v)
         ok = ok and (v > lo if strict_lo else v >= lo) and v <= hi
         if not ok:
             rng = f"{'>' if strict_lo else '>='} {lo:g}" + (f" and <= {hi:g}" if hi != math.inf else "")

@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from ..core.constants import ENGINE_FORWARD_OVERHEAD_S, ENGINE_FORWARD_OVERHEAD_SOURCES
+from .. import engines
 from ..core.errors import MachineError, UsageError
 from ..core.spec import CHUNKED, NONE, SLIDING, ModelSpec
 from ..fits import memory
@@ -156,11 +156,11 @@ def peak_flops_for(spec: ModelSpec, s: Settings, machine: MachineLike, compute_d
 def engine_overhead_s(engine: str, n_layers: int) -> tuple[float, str]:
     """Per-forward engine overhead (named default per engine) and its source.
 
-    # overhead = fixed per forward + per layer * n_layers   (constants.ENGINE_FORWARD_OVERHEAD_S)
+    # overhead = fixed per forward + per layer * n_layers   (Engine.forward_overhead_s, engines/*.py)
     """
-    key = memory.canonical_engine(engine)
-    fixed, per_layer = ENGINE_FORWARD_OVERHEAD_S[key]
-    return fixed + per_layer * n_layers, ENGINE_FORWARD_OVERHEAD_SOURCES[key]
+    e = engines.get(engine)
+    fixed, per_layer = e.forward_overhead_s
+    return fixed + per_layer * n_layers, e.forward_overhead_source
 
 
 def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int, settings: Settings | None = None,

@@ -31,8 +31,10 @@ def commands() -> dict[str, list[str]]:
 
 
 def gguf_dir() -> Path:
-    """The real GGUF files' folder (same rule as the tests: SPEC_PLANNER_GGUF_DIR, else .cache/gguf)."""
-    return Path(os.environ.get("SPEC_PLANNER_GGUF_DIR") or ROOT / ".cache" / "gguf")
+    """The real GGUF files' folder: the tests' own rule (tests/gguf_dir.py)."""
+    from tests.gguf_dir import gguf_test_dir  # imported late: run as a script, main() puts ROOT on sys.path
+
+    return gguf_test_dir()
 
 
 def needs_gguf(argv: list[str]) -> bool:

@@ -1,0 +1,66 @@
+"""The typer option aliases more than one command uses, each defined once (`Annotated`, like the `hf` CLI).
+
+An option only one command has stays beside that command.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+# --- models --------------------------------------------------------------------------------------
+ModelArg = Annotated[str, typer.Argument(help="Model: local dir, config.json, .gguf, HF id or catalog name.")]
+DraftOpt = Annotated[str | None, typer.Option("--draft", "-d", help="Draft model (same forms as the target).")]
+RevisionOpt = Annotated[str | None, typer.Option("--revision", help="Hub revision: branch, tag or commit.")]
+
+# --- memory settings -----------------------------------------------------------------------------
+ContextOpt = Annotated[str, typer.Option("--context", "-c", help="Tokens per sequence (e.g. 8192 or 8k).")]
+BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.", min=1)]
+# llama.cpp spellings beside the planner's: --parallel N is --batch N (N sequences, one slot each), -cd is
+# the draft's own context (llama-server --ctx-size-draft; default: the target's context per sequence).
+ParallelBatchOpt = Annotated[int, typer.Option("--batch", "-b", "--parallel", "-np",
+                                               help="Concurrent sequences (llama.cpp --parallel slots).", min=1)]
+DraftContextOpt = Annotated[str | None, typer.Option(
+    "--draft-context", "-cd", help="The draft's own context per sequence (llama.cpp -cd; default: --context).")]
+EngineAutoOpt = Annotated[str, typer.Option(
+    "--engine", "-e", help="auto (llama.cpp for a .gguf, else transformers) | transformers | vllm | sglang | "
+                           "llama.cpp | mlx (cache layout).")]
+KvDtypeOpt = Annotated[str | None, typer.Option("--kv-dtype",
+                                                help="KV cache type: auto, f16, bf16, fp8, q8_0, q4_0, ...")]
+WeightsDtypeOpt = Annotated[str | None, typer.Option(
+    "--weights-dtype", help="Re-size weights as bf16, fp16, fp8, int8, int4 (GPTQ/AWQ), nf4, mxfp4, q8_0, q4_k...")]
+GroupSizeOpt = Annotated[int, typer.Option("--group-size", help="Quantisation group size (int4, fp8 blocks).")]
+OverheadOpt = Annotated[str | None, typer.Option("--overhead", help="Runtime overhead per device, e.g. 1GiB.")]
+
+# --- machine and layout --------------------------------------------------------------------------
+MachineOpt = Annotated[str | None, typer.Option(
+    "--machine", "-m", help="auto (detect this host), a catalog name (planner machines list) or a JSON file.")]
+GpuMemoryOpt = Annotated[str | None, typer.Option("--gpu-memory", help="Memory per device, e.g. 24GiB or 80GB.")]
+GpusOpt = Annotated[int | None, typer.Option("--gpus", help="Number of devices (GPUs).", min=1)]
+UtilizationOpt = Annotated[float | None, typer.Option(
+    "--utilization", help="Share of each device the engine may use (default: vLLM 0.9, else 1.0; Apple: the Metal "
+                          "working set; CPU: RAM after OS headroom).")]
+TpOpt = Annotated[int | None, typer.Option("--tp", help="Tensor-parallel size.", min=1)]
+PpOpt = Annotated[int | None, typer.Option("--pp", help="Pipeline-parallel size (layer split).", min=1)]
+
+# --- speculation (recommend, report, probe) ------------------------------------------------------
+RecEngineOpt = Annotated[str, typer.Option(
+    "--engine", "-e", help="vllm | sglang | llama.cpp | transformers | mlx | auto (a .gguf target: llama.cpp; "
+                           "else GPU: vllm; Apple, CPU: llama.cpp).")]
+ProfileOpt = Annotated[str | None, typer.Option("--profile", help="Measured costs from 'planner probe --out'.")]
+AcceptanceOpt = Annotated[str | None, typer.Option(
+    "--acceptance", help="Acceptance: 0.7 (alpha), 0.6-0.8, or greedy_match=0.8, accepted_per_drafted=0.72@5, "
+                         "tau=2.8@4.")]
+MaxKOpt = Annotated[int, typer.Option("--max-k", help="Largest K (tokens drafted per round) considered.",
+                                      min=1, max=32)]
+TemperatureOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature (0 = greedy).", min=0)]
+
+# --- policies (check, report) --------------------------------------------------------------------
+ConfigOpt = Annotated[str | None, typer.Option(
+    "--config", help="Policy file: planner.toml, or a pyproject.toml with a tool.planner table (default: ./planner.toml, "
+                     "then ./pyproject.toml).")]
+DeploymentOpt = Annotated[list[str] | None, typer.Option("--deployment", help="Only this deployment (repeatable).")]
+
+# --- output --------------------------------------------------------------------------------------
+JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable schema, bytes as integers).")]

@@ -1,0 +1,39 @@
+"""Numbers for people: bytes in binary units, counts with K/M/B/T. The only unit formatting there is.
+
+Why in core: renderers (render/), the policy judge (plan/check.py) and the command faces (commands/)
+all print sizes; each imports these from below instead of from one another. Computation never
+formats: it keeps integers of bytes and counts.
+"""
+
+from __future__ import annotations
+
+
+def fmt_bytes(n: int | float | None) -> str:
+    """Bytes for people: binary units, 2 decimals (GiB), or '-'.
+
+    Example:
+        >>> fmt_bytes(16060522496), fmt_bytes(512), fmt_bytes(None)
+        ('14.96 GiB', '512 B', '-')
+    """
+    if n is None:
+        return "-"
+    n = float(n)
+    for unit, size in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= size:
+            return f"{n / size:.2f} {unit}"
+    return f"{int(n)} B"
+
+
+def fmt_count(n: int | None) -> str:
+    """A count for people with a decimal suffix (parameters: 8.03B), or '-'.
+
+    Example:
+        >>> fmt_count(8030261248), fmt_count(999)
+        ('8.03B', '999')
+    """
+    if n is None:
+        return "-"
+    for unit, size in (("T", 10**12), ("B", 10**9), ("M", 10**6), ("K", 10**3)):
+        if n >= size:
+            return f"{n / size:.2f}{unit}"
+    return str(n)

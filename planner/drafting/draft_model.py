@@ -1,0 +1,64 @@
+"""The classic method: a separate, smaller model of the same tokenizer drafts K tokens per round.
+
+Resident: the whole draft checkpoint (weights, its own KV cache, activations). Compatible where
+the engine's draft check passes (engines/*.py `pair_rule`), or through the engine's heterogeneous-
+vocabulary fallback (vLLM TLI, transformers UAG), whose published acceptance caps the prior.
+Cost per drafted token: one forward of the draft. Acceptance prior: the published pairs of the two
+families (catalogs/pairs), else the family default (speed/acceptance.py).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import engines
+from ..core.spec import ModelSpec
+from ..fits.memory import Settings
+from ..pairing import pair as pairing
+from ..speed import acceptance as acc
+from ..speed import roofline
+from ..speed.roofline import MachineLike
+from .base import Compatibility
+
+KIND = "draft_model"
+
+
+@dataclass(frozen=True)
+class DraftModel:
+    """A draft checkpoint: `spec` as loaded, `ref` as the user named it (path, Hub id or catalog name)."""
+
+    spec: ModelSpec
+    ref: str
+    kind: str = KIND
+
+    @property
+    def label(self) -> str:
+        return self.spec.id
+
+    def resident_model(self) -> ModelSpec:
+        return self.spec
+
+    def compatibility(self, target: ModelSpec, engine: str, *, context: int | None = None) -> Compatibility:
+        """The pair report's verdict for `engine`; a refusal with a fallback carries TLI's acceptance cap.
+
+        A same-tokenizer pair refused only over embedding padding maps ids one to one under TLI: no cap.
+        """
+        report = pairing.pair(target, self.spec, context=context)
+        verdict = report.verdicts[engines.canonical(engine)]
+        refused = not verdict.compatible
+        fallback = verdict.fallback if refused and engines.get(engine).heterogeneous_fallback else None
+        tli = None
+        if (refused and report.same_tokenizer is not True and report.heterogeneous
+                and report.heterogeneous.tli_acceptance):
+            tli = report.heterogeneous.tli_acceptance.value
+        return Compatibility(verdict=verdict, fallback=fallback, tli_alpha=tli, report=report)
+
+    def step_s(self, machine: MachineLike, s: Settings) -> float:
+        return roofline.draft_step_s(self.spec, machine, context=s.context, settings=s)
+
+    def acceptance_prior(self, target: ModelSpec) -> acc.Acceptance:
+        return acc.prior_for(target.family, self.spec.family)
+
+    def launch_fields(self) -> dict[str, Any]:
+        return {"draft": self.ref}

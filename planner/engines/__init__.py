@@ -1,0 +1,76 @@
+"""The engine registry: one `Engine` per file in this folder, one canonical name each, aliases beside it.
+
+Why one registry: every layer (ledger, fit, pairing, speed, plan, launch) asks `get(name)` for the
+engine's facts instead of testing its name, so adding an engine is its file plus one line in
+`_BUILTIN` below (or `register()` at run time, which tests use for a toy engine).
+"""
+
+from __future__ import annotations
+
+from ..core.errors import UsageError
+from . import llamacpp, mlx, sglang, transformers, vllm
+from .base import Engine, LaunchInput, Verdict
+
+__all__ = ["Engine", "LaunchInput", "Verdict", "all_engines", "canonical", "default_engine", "get", "launch", "names",
+           "register", "unregister"]
+
+# Order is the order engines are listed in reports and help text.
+_BUILTIN = (llamacpp.ENGINE, vllm.ENGINE, sglang.ENGINE, transformers.ENGINE, mlx.ENGINE)
+_REGISTRY: dict[str, Engine] = {e.name: e for e in _BUILTIN}
+
+# --engine auto: GGUF files run in llama.cpp (their own format); serving GPUs in vLLM; Apple silicon and
+# CPU hosts in llama.cpp (Metal/CPU backends); `planner memory` with no machine uses transformers.
+DEFAULT_FOR_KIND = {"gpu": vllm.NAME, "apple": llamacpp.NAME, "cpu": llamacpp.NAME, None: transformers.NAME}
+GGUF_ENGINE = llamacpp.NAME
+
+
+def register(engine: Engine) -> None:
+    """Add (or replace) an engine; its name and aliases become valid everywhere."""
+    _REGISTRY[engine.name] = engine
+
+
+def unregister(name: str) -> None:
+    """Remove a registered engine (tests remove the toy engine they added)."""
+    _REGISTRY.pop(name, None)
+
+
+def all_engines() -> tuple[Engine, ...]:
+    return tuple(_REGISTRY.values())
+
+
+def names() -> tuple[str, ...]:
+    return tuple(_REGISTRY)
+
+
+def canonical(name: str) -> str:
+    """The one spelling of an engine ('llama.cpp', 'vllm', 'sglang', 'transformers', 'mlx').
+
+    Raises:
+        UsageError: no engine has that name or alias.
+    """
+    key = name.strip().lower()
+    for e in _REGISTRY.values():
+        if key == e.name or key in e.aliases:
+            return e.name
+    raise UsageError(f"Cannot use engine '{name}': expected one of {', '.join(_REGISTRY)}.")
+
+
+def get(name: str) -> Engine:
+    """The engine called `name` (canonical or alias).
+
+    Raises:
+        UsageError: unknown engine.
+    """
+    return _REGISTRY[canonical(name)]
+
+
+def default_engine(machine_kind: str | None, *, gguf: bool = False) -> str:
+    """The engine `--engine auto` picks: llama.cpp for a GGUF, else by machine kind (None: no machine)."""
+    if gguf:
+        return GGUF_ENGINE
+    return DEFAULT_FOR_KIND.get(machine_kind, llamacpp.NAME)
+
+
+def launch(engine: str, x: LaunchInput) -> dict[str, str]:
+    """Launch command(s) for `engine`: the engine file's renderer."""
+    return get(engine).launch(x)

@@ -1,0 +1,211 @@
+"""What an engine is, as the planner sees it: one `Engine` value per engine, all its facts in one place.
+
+Why: each engine lays out its KV cache, budgets its devices, checks a draft and is launched in its
+own way. Each engine file (engines/llamacpp.py, vllm.py, ...) builds one `Engine` from its own
+sourced facts and functions; the ledger, fit, pairing, speed and launch code ask the engine and
+never test its name. Adding an engine is one file plus one line in engines/__init__.py.
+
+Types the engine functions take are defined here (or in core/), so engines sit low in the layer
+order: core -> sources -> engines -> fits, pairing, speed, drafting, plan.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ..core.spec import CHUNKED, SLIDING, LayerSpec, ModelSpec, TokenizerFingerprint
+
+# Confidence of a pairing verdict: what the engine itself compares was read ("exact"), catalog
+# facts (family tags, sizes) stood in for token tables ("catalog"), or only config vocab_size and
+# ids ("lower").
+EXACT, CATALOG, LOWER = "exact", "catalog", "lower"
+_BASIS_RANK = {"tokens": 3, "catalog": 2, "config": 1, "none": 0}
+# add_bos when a file does not say, per tokenizer model (llama.cpp src/llama-vocab.cpp defaults).
+ADD_BOS_DEFAULT = {"SPM": True, "WPM": True, "BPE": False, "UGM": False}
+
+
+def pad(n: int, to: int) -> int:
+    """n rounded up to a multiple of `to` (cache cells, blocks)."""
+    return -(-n // to) * to
+
+
+def quote(s: str) -> str:
+    """One shell word (launch commands are pasted into a shell)."""
+    return shlex.quote(s)
+
+
+# --- pairing: what an engine's draft check reads and returns ------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """One engine: does the plain same-vocabulary algorithm run without extra options."""
+
+    engine: str
+    compatible: bool
+    failed_rule: str | None
+    fallback: str | None
+    detail: str
+    confidence: str = EXACT
+
+
+@dataclass(frozen=True)
+class Side:
+    """One model of a pair as the engines' draft checks see it: config facts + tokenizer fingerprint."""
+
+    spec: ModelSpec
+    fp: TokenizerFingerprint | None
+
+    @property
+    def basis(self) -> str:
+        return self.fp.basis if self.fp else "none"
+
+    @property
+    def vocab_type(self) -> str | None:
+        vt = self.fp.vocab_type if self.fp else None
+        return None if vt in (None, "UNKNOWN") else vt
+
+    @property
+    def n_vocab(self) -> int:
+        return self.fp.n_vocab if self.fp else self.spec.vocab
+
+    @property
+    def bos(self) -> int | None:
+        return self.fp.bos_id if self.fp and self.fp.bos_id is not None else self.spec.bos_token_id
+
+    @property
+    def eos(self) -> int | None:
+        if self.fp and self.fp.eos_id is not None:
+            return self.fp.eos_id
+        return self.spec.eos_token_ids[0] if self.spec.eos_token_ids else None
+
+    def add_bos(self) -> tuple[bool | None, str]:
+        """add_bos as the tokenizer files say, else the tokenizer model's default, and where it came from."""
+        if self.fp is None:
+            return None, "unknown"
+        if self.fp.add_bos is not None:
+            return self.fp.add_bos, "tokenizer files" if self.fp.basis != "catalog" else "catalog"
+        default = ADD_BOS_DEFAULT.get(self.vocab_type or "")
+        return default, f"llama.cpp default for {self.vocab_type}" if default is not None else "unknown"
+
+    def add_eos(self) -> bool | None:
+        if self.fp is None:
+            return None
+        return self.fp.add_eos if self.fp.add_eos is not None else (False if self.vocab_type else None)
+
+
+def first_text_mismatch(a: TokenizerFingerprint, b: TokenizerFingerprint, *, start: int, end: int) -> int | None:
+    """The first id in [start, end) whose token text differs (padding ids read as `[PAD{i}]`), or None."""
+    ta, tb = a.tokens or (), b.tokens or ()
+    m = max(start, min(len(ta), len(tb), end))
+    if ta[start:m] != tb[start:m]:  # tuple comparison runs in C; locate only on failure
+        return next(i for i in range(start, m) if ta[i] != tb[i])
+    for i in range(m, end):
+        if a.token_text(i) != b.token_text(i):
+            return i
+    return None
+
+
+def weakest_basis(t: Side, d: Side) -> str:
+    """The weaker of the two fingerprints' bases: tokens > catalog > config > none."""
+    return min((t.basis, d.basis), key=lambda b: _BASIS_RANK.get(b, 0))
+
+
+# A draft check: (target, draft, same tokenizer table? True/False/None unknown) -> Verdict.
+PairRule = Callable[[Side, Side, "bool | None"], Verdict]
+
+
+# --- launch commands ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class LaunchInput:
+    """What a launch command needs; refs are what the user passed (path, HF id)."""
+
+    target: str
+    draft: str | None
+    k: int
+    context: int
+    kv_dtype: str | None = None  # user-facing spelling: f16, q8_0, fp8 ...
+    tp: int = 1
+    gpu_memory_utilization: float | None = None
+    heterogeneous: bool = False  # tokenizers differ: UAG / TLI paths
+    temperature: float = 0.0
+    batch: int = 1  # concurrent sequences: llama.cpp --parallel slots
+    draft_context: int | None = None  # the draft's own context per sequence (llama.cpp -cd); None: `context`
+
+
+# --- the KV cache layout -----------------------------------------------------------------------
+
+
+def windowed(layer: LayerSpec, swa: bool) -> bool:
+    """Whether a layer holds only its window: sliding layers when the engine runs SWA, chunked always."""
+    return bool(layer.attention in (SLIDING, CHUNKED) and layer.window and (swa or layer.attention == CHUNKED))
+
+
+# tokens_held(layer, context, batch, prefill chunk or None, windowed) -> cache cells for the whole batch
+TokensHeld = Callable[[LayerSpec, int, int, "int | None", bool], int]
+# prefill_chunk(context, batch) -> tokens in the largest forward
+PrefillChunk = Callable[[int, int], int]
+# activation_bytes(spec, context, batch, chunk, swa) -> the engine's own peak working memory, when it
+# has a model of its own (llama.cpp's reserved compute buffer); None: the generic per-token estimate.
+ActivationBytes = Callable[[ModelSpec, int, int, int, bool], int]
+
+
+@dataclass(frozen=True)
+class Engine:
+    """Everything the planner knows about one engine, each fact with its source in the engine's file.
+
+    Memory: `tokens_held` and `prefill_chunk` give the KV layout and largest forward; `latent_mla`
+    keeps MLA as its compressed latent; `sixteen_bit` loads float32 checkpoints in 16-bit;
+    `default_kv_format` is the KV type when none is asked ('F16' in llama.cpp, else the model's);
+    `swa_needs_arch` runs sliding windows only where the engine implements them for the
+    architecture (llama.cpp); `conv_state_full_kernel` keeps kernel (not kernel - 1) conv columns;
+    `recurrent_state_f32` keeps recurrent state in f32; `state_copies_per_spec_token` keeps one
+    recurrent state per speculative position (vLLM); `min_logit_rows` is the sampler's row floor.
+    Fit: `overhead_bytes` per device (GPU context), `gpu_utilization`, `device_margin_bytes`,
+    `tp_comm_bytes`, `tp_unsplit_groups`, `tp_main_device_only`, `host_input_embedding`,
+    `tied_copy_on_last_stage`, `pp_vllm_stages` (vLLM's stage split), `default_split` ('tp',
+    'pp' or 'single' over several devices), the suggestion ladders.
+    Speed: `forward_overhead_s` = (per forward, per layer) seconds.
+    Pairing: `pair_rule`, and whether the engine has a heterogeneous-vocabulary fallback.
+    Plan: `kv_options` tried by recommend. Launch: `launch` renders the command(s).
+    """
+
+    name: str
+    aliases: tuple[str, ...]
+    summary: str
+    overhead_bytes: int
+    overhead_source: str
+    forward_overhead_s: tuple[float, float]
+    forward_overhead_source: str
+    tokens_held: TokensHeld
+    prefill_chunk: PrefillChunk
+    pair_rule: PairRule
+    launch: Callable[[LaunchInput], dict[str, str]]
+    kv_options: tuple[str, ...] = ("auto",)
+    heterogeneous_fallback: bool = False
+    activation_bytes: ActivationBytes | None = None
+    activation_source: str | None = None
+    latent_mla: bool = False
+    sixteen_bit: bool = False
+    default_kv_format: str | None = None
+    swa_needs_arch: bool = False
+    conv_state_full_kernel: bool = False
+    recurrent_state_f32: bool = False
+    state_copies_per_spec_token: bool = False
+    min_logit_rows: int = 0
+    gpu_utilization: float = 1.0
+    device_margin_bytes: int = 0
+    tp_comm_bytes: int = 0
+    tp_unsplit_groups: frozenset[str] = field(default_factory=frozenset)
+    tp_main_device_only: bool = False
+    host_input_embedding: bool = False
+    tied_copy_on_last_stage: bool = False
+    pp_vllm_stages: bool = False
+    default_split: str = "tp"
+    kv_suggestion: str | None = None
+    weights_ladder: tuple[str, ...] = ()
+    quant_group_size: int | None = None  # group size of the engine's own quantiser (MLX: 64)

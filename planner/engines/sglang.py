@@ -1,0 +1,105 @@
+"""SGLang (`sglang serve`): every fact the planner uses.
+
+Sources (sglang 0.5.23, read from the released wheel): srt/speculative/standalone_worker_v2.py:185-215
+(STANDALONE's vocabulary check), srt/speculative/spec_info.py:39-47 (the algorithms: no heterogeneous-
+vocabulary path), srt/arg_groups/fields/parallel.py:45-51 (`--tp-size`), srt/arg_groups/fields/spec.py:31-69
+(`--speculative-*` flags), cli/main.py:27-51 (`sglang serve`; `python -m sglang.launch_server` still runs
+and warns, launch_server.py:70-76), server_args.py (chunked prefill 2048-8192 by GPU size,
+mem_fraction_static ~0.8-0.9). Where SGLang's own figure is not sourced, vLLM's is assumed (same
+design: CUDA-graph forward, Python scheduler, NCCL) and said so.
+"""
+
+from __future__ import annotations
+
+from ..core.constants import MiB
+from ..core.spec import LayerSpec
+from .base import CATALOG, EXACT, LOWER, Engine, LaunchInput, Side, Verdict, first_text_mismatch, quote
+
+NAME = "sglang"
+# Chunked prefill 2048-8192 by GPU size; 4096 taken (server_args.py default for 24-80 GB GPUs).
+CHUNKED_PREFILL = 4096
+# mem_fraction_static is sized per GPU (~0.8-0.9), taken as vLLM's 0.9; the sampler as vLLM's (256 rows).
+GPU_UTILIZATION = 0.9
+MAX_RUNNING_ROWS = 256
+NON_TORCH_BYTES = 1833 * MiB  # assumed equal to vLLM's non-torch memory (PR #10511)
+
+
+def tokens_held(layer: LayerSpec, context: int, batch: int, chunk: int | None, is_windowed: bool) -> int:
+    """A token pool: context per sequence; SWA layers window + one prefill chunk."""
+    if is_windowed:
+        return batch * min(context, layer.window + (chunk or CHUNKED_PREFILL))
+    return batch * context
+
+
+def prefill_chunk(context: int, batch: int) -> int:
+    return CHUNKED_PREFILL
+
+
+def pair_rule(t: Side, d: Side, same: bool | None) -> Verdict:
+    """STANDALONE's startup check (standalone_worker_v2.py:185-215): config vocab_size equal, then
+    `target_tokenizer.get_vocab() == draft_tokenizer.get_vocab()`; either failure is a ValueError."""
+    tv, dv = t.spec.vocab, d.spec.vocab
+    if tv != dv:
+        pad_note = " Same tokenizer: the sizes differ only by embedding padding, SGLang refuses anyway." if same else ""
+        return Verdict(NAME, False, "vocab_size", None,
+                       f"config vocab_size {tv} (target) vs {dv} (draft): 'STANDALONE speculative decoding requires "
+                       f"the draft model to share the same vocabulary as the target model' "
+                       f"(srt/speculative/standalone_worker_v2.py); SGLang has no heterogeneous-vocabulary "
+                       f"algorithm.{pad_note}")
+    tf, df = t.fp, d.fp
+    if tf is not None and df is not None and tf.tokens is not None and df.tokens is not None:
+        n = max(t.n_vocab, d.n_vocab)
+        i = None if t.n_vocab == d.n_vocab else min(t.n_vocab, d.n_vocab)
+        i = i if i is not None else first_text_mismatch(tf, df, start=0, end=n)
+        if i is not None:
+            return Verdict(NAME, False, "token_map", None,
+                           f"token {i} differs (the two tokenizers' token-to-id maps must be equal, "
+                           f"standalone_worker_v2.py)", EXACT)
+        return Verdict(NAME, True, None, None, f"config vocab_size {tv} on both and equal token-to-id maps "
+                       f"(STANDALONE's check, standalone_worker_v2.py)", EXACT)
+    if tf is not None and df is not None and tf.family and df.family:
+        if tf.family != df.family:
+            return Verdict(NAME, False, "token_map", None, f"tokenizer families differ (catalog facts): target "
+                           f"'{tf.family}', draft '{df.family}', so the token-to-id maps differ", CATALOG)
+        return Verdict(NAME, True, None, None, f"config vocab_size {tv} on both; same tokenizer family "
+                       f"'{tf.family}' (catalog facts): token-to-id maps taken as equal", CATALOG)
+    return Verdict(NAME, True, None, None, f"config vocab_size {tv} on both; token-to-id maps not compared (no "
+                   f"token tables): lower confidence", LOWER)
+
+
+def launch(x: LaunchInput) -> dict[str, str]:
+    """`sglang serve` with a STANDALONE draft: num_steps = K, one candidate per step, K + 1 tokens verified."""
+    cmd = f"sglang serve --model-path {quote(x.target)} --context-length {x.context}"
+    if x.tp > 1:
+        cmd += f" --tp-size {x.tp}"
+    if x.draft:
+        cmd += (f" --speculative-algorithm STANDALONE --speculative-draft-model-path {quote(x.draft)}"
+                f" --speculative-num-steps {x.k} --speculative-eagle-topk 1"
+                f" --speculative-num-draft-tokens {x.k + 1}")
+    return {"command": cmd}
+
+
+ENGINE = Engine(
+    name=NAME,
+    aliases=("sgl",),
+    summary="SGLang: token-pool KV, CUDA graphs, STANDALONE / EAGLE speculation",
+    overhead_bytes=NON_TORCH_BYTES,
+    overhead_source="assumed equal to vLLM's non-torch memory (1.79 GiB)",
+    forward_overhead_s=(2.0e-3, 0.0),
+    forward_overhead_source="assumed equal to vLLM's per-step overhead (~2 ms)",
+    tokens_held=tokens_held,
+    prefill_chunk=prefill_chunk,
+    pair_rule=pair_rule,
+    launch=launch,
+    kv_options=("auto", "fp8"),
+    latent_mla=True,
+    sixteen_bit=True,
+    min_logit_rows=MAX_RUNNING_ROWS,
+    gpu_utilization=GPU_UTILIZATION,
+    tp_comm_bytes=NON_TORCH_BYTES,  # same NCCL stack as vLLM: assumed equal
+    tp_unsplit_groups=frozenset({"norm", "other"}),
+    tied_copy_on_last_stage=True,
+    pp_vllm_stages=True,
+    kv_suggestion="fp8",
+    weights_ladder=("fp8", "int4"),
+)

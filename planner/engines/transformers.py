@@ -1,0 +1,91 @@
+"""Hugging Face transformers (`generate(assistant_model=...)`): every fact the planner uses.
+
+Sources (ENGINES.md): generation/utils.py `_validate_assistant` (config vocab_size decides "same
+tokenizer"), generation/candidate_generator.py (`num_assistant_tokens` read from the assistant's
+generation_config; UAG: SLEM / AssistantToTargetTranslator), the PyTorch blog "GPT, Fast" (eager
+launch overhead), torch CUDA context 300-700 MiB.
+"""
+
+from __future__ import annotations
+
+from ..core.constants import MiB
+from ..core.spec import LayerSpec
+from .base import Engine, LaunchInput, Side, Verdict
+
+NAME = "transformers"
+
+
+def tokens_held(layer: LayerSpec, context: int, batch: int, chunk: int | None, is_windowed: bool) -> int:
+    """DynamicCache: context per sequence; sliding layers min(context, window)."""
+    return batch * (min(context, layer.window) if is_windowed else context)
+
+
+def prefill_chunk(context: int, batch: int) -> int:
+    """No chunked prefill: the whole prompt batch in one forward."""
+    return context * batch
+
+
+def pair_rule(t: Side, d: Side, same: bool | None) -> Verdict:
+    tv, dv = t.spec.vocab, d.spec.vocab
+    if tv == dv:
+        extra = (" Caution: the tokenizers differ, so draft ids mean other strings to the target and "
+                 "nearly all are rejected." if same is False else "")
+        return Verdict(NAME, True, None, None, f"config vocab_size {tv} on both: plain assisted "
+                       f"generation, generate(assistant_model=...) (generation/utils.py _validate_assistant).{extra}")
+    routed = (" This routes a same-tokenizer pair to UAG: transformers decides 'same tokenizer' by "
+              "config.vocab_size alone, and the sizes differ only by embedding padding (issue #45307 crashed "
+              "on this path)." if same else "")
+    return Verdict(NAME, False, "vocab_size",
+                   "Universal Assisted Generation: generate(assistant_model=..., tokenizer=..., "
+                   "assistant_tokenizer=...); text re-encoding (SLEM) when greedy, TLI "
+                   "(AssistantToTargetTranslator) when do_sample=True",
+                   f"config vocab_size {tv} (target) vs {dv} (draft): generate() requires tokenizer and "
+                   f"assistant_tokenizer.{routed}")
+
+
+def launch(x: LaunchInput) -> dict[str, str]:
+    """A generate() snippet; K goes on the assistant's generation_config, which is what is read."""
+    lines = ["from transformers import AutoModelForCausalLM, AutoTokenizer",
+             f"tok = AutoTokenizer.from_pretrained({x.target!r})",
+             f"model = AutoModelForCausalLM.from_pretrained({x.target!r}, dtype='auto', device_map='auto')"]
+    kwargs = "**inputs, max_new_tokens=256"
+    if x.temperature > 0:
+        kwargs += f", do_sample=True, temperature={x.temperature}"
+    if x.draft:
+        lines += [f"assistant = AutoModelForCausalLM.from_pretrained({x.draft!r}, dtype='auto', device_map='auto')",
+                  f"assistant.generation_config.num_assistant_tokens = {x.k}",
+                  "assistant.generation_config.num_assistant_tokens_schedule = 'constant'"]
+        kwargs += ", assistant_model=assistant"
+        if x.heterogeneous:
+            lines.append(f"assistant_tok = AutoTokenizer.from_pretrained({x.draft!r})")
+            kwargs += ", tokenizer=tok, assistant_tokenizer=assistant_tok"
+    lines += ["inputs = tok('Hello', return_tensors='pt').to(model.device)",
+              f"out = model.generate({kwargs})"]
+    return {"python": "\n".join(lines),
+            "note": "num_assistant_tokens is read from the assistant's generation_config; passing it to "
+                    "generate() may be ignored. Batch size 1 only."}
+
+
+ENGINE = Engine(
+    name=NAME,
+    aliases=("hf", "huggingface"),
+    summary="transformers: eager PyTorch generate(), assisted generation and UAG",
+    overhead_bytes=500 * MiB,
+    overhead_source="torch CUDA context 300-700 MiB, 500 MiB assumed",
+    # eager PyTorch, no CUDA graphs: Llama-2-7B bf16 on A100 ran 25.5 tok/s eager vs 107 tok/s with
+    # torch.compile + CUDA graphs, "heavily CPU overhead bound": (1/25.5 - 1/107) s / 32 layers = 0.933 ms/layer.
+    forward_overhead_s=(0.0, (1 / 25.5 - 1 / 107) / 32),
+    forward_overhead_source="eager PyTorch launch overhead 0.93 ms/layer (PyTorch blog 'GPT, Fast': 25.5 vs "
+                            "107 tok/s)",
+    tokens_held=tokens_held,
+    prefill_chunk=prefill_chunk,
+    pair_rule=pair_rule,
+    launch=launch,
+    heterogeneous_fallback=True,
+    conv_state_full_kernel=True,
+    # torch.distributed uses the same NCCL stack as vLLM (PR #10511: 1.79 GiB per worker): assumed equal
+    tp_comm_bytes=1833 * MiB,
+    # tp_plan splits the layers and lm_head ("colwise_rep") but not embed_tokens
+    tp_unsplit_groups=frozenset({"embedding", "norm", "other", "vision"}),
+    weights_ladder=("int8", "nf4"),
+)

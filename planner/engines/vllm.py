@@ -1,0 +1,115 @@
+"""vLLM (`vllm serve`): every fact the planner uses.
+
+Sources (ENGINES.md): vllm/v1/kv_cache_interface.py (16-token blocks, sliding-window blocks),
+vllm/config/speculative.py (draft_model method and its vocab_size check, use_heterogeneous_vocab),
+vllm/model_executor/layers/vocab_parallel_embedding.py (vocabulary-parallel embedding and lm_head),
+vllm/distributed/utils.py get_pp_indices (pipeline stages), PR #10511 (non-torch memory 1.79 GiB
+at TP1, 3.58 GiB at TP2), PR #17866 and RFC #6854 (per-step CPU work).
+"""
+
+from __future__ import annotations
+
+import json
+
+from ..core.constants import MiB
+from ..core.spec import LayerSpec
+from .base import Engine, LaunchInput, Side, Verdict, pad, quote
+
+NAME = "vllm"
+# KV block of 16 tokens (v1/kv_cache_interface.py); max_num_batched_tokens 2048 for the OpenAI server
+# on most GPUs (8192 for the offline LLM class); gpu_memory_utilization 0.9; the sampler's profile run
+# samples max_num_seqs (256) rows.
+BLOCK_TOKENS = 16
+MAX_BATCHED_TOKENS = 2048
+GPU_UTILIZATION = 0.9
+MAX_NUM_SEQS = 256
+NON_TORCH_BYTES = 1833 * MiB  # 1.79 GiB (PR #10511)
+
+
+def tokens_held(layer: LayerSpec, context: int, batch: int, chunk: int | None, is_windowed: bool) -> int:
+    """Per sequence ceil(context/16) blocks of 16; SWA cdiv(min(window - 1 + max_batched_tokens,
+    context), 16) + 1 blocks (v1/kv_cache_interface.py)."""
+    if is_windowed:
+        blocks = -(-min(layer.window - 1 + (chunk or MAX_BATCHED_TOKENS), context) // BLOCK_TOKENS) + 1
+        return batch * min(blocks * BLOCK_TOKENS, pad(context, BLOCK_TOKENS))
+    return batch * pad(context, BLOCK_TOKENS)
+
+
+def prefill_chunk(context: int, batch: int) -> int:
+    """max_num_batched_tokens of the OpenAI server (chunked prefill)."""
+    return MAX_BATCHED_TOKENS
+
+
+def vocab_size_rule(engine: str, t: Side, d: Side, same: bool | None, fallback: str | None, source: str) -> Verdict:
+    """The draft_model check: config vocab_size must be equal (nothing else is compared)."""
+    tv, dv = t.spec.vocab, d.spec.vocab
+    if tv == dv:
+        extra = (" The tokenizers differ, and vLLM does no token-text check: it runs the pair and rejects "
+                 "nearly every draft token." if same is False else "")
+        return Verdict(engine, True, None, None, f"config vocab_size {tv} on both ({source}).{extra}")
+    pad_note = (" Same tokenizer: the sizes differ only by embedding padding, vLLM refuses anyway." if same else "")
+    return Verdict(engine, False, "vocab_size", fallback,
+                   f"config vocab_size {tv} (target) vs {dv} (draft): 'Target and draft model should have the "
+                   f"same vocabulary size' (vllm/config/speculative.py).{pad_note}")
+
+
+def pair_rule(t: Side, d: Side, same: bool | None) -> Verdict:
+    return vocab_size_rule(NAME, t, d, same,
+                           "speculative_config {\"method\": \"draft_model\", \"use_heterogeneous_vocab\": true} "
+                           "(TLI, greedy drafting only)",
+                           "vLLM draft_model compares only this, vllm/config/speculative.py")
+
+
+def launch(x: LaunchInput) -> dict[str, str]:
+    """`vllm serve` with a draft_model speculative config (draft TP must be 1 or the target's)."""
+    cmd = f"vllm serve {quote(x.target)} --max-model-len {x.context}"
+    if x.tp > 1:
+        cmd += f" --tensor-parallel-size {x.tp}"
+    if x.gpu_memory_utilization:
+        cmd += f" --gpu-memory-utilization {x.gpu_memory_utilization}"
+    if x.kv_dtype and x.kv_dtype in ("fp8", "fp8_e4m3", "fp8_e5m2"):
+        cmd += f" --kv-cache-dtype {x.kv_dtype}"
+    out = {}
+    if x.draft:
+        spec = {"method": "draft_model", "model": x.draft, "num_speculative_tokens": x.k,
+                "draft_tensor_parallel_size": 1 if x.tp == 1 else x.tp}
+        if x.heterogeneous:
+            spec["use_heterogeneous_vocab"] = True
+        out["speculative_config"] = json.dumps(spec)
+        cmd += f" --speculative-config {quote(out['speculative_config'])}"
+    out["command"] = cmd
+    return out
+
+
+ENGINE = Engine(
+    name=NAME,
+    aliases=(),
+    summary="vLLM: paged KV in 16-token blocks, CUDA graphs, draft_model / EAGLE speculation",
+    overhead_bytes=NON_TORCH_BYTES,
+    overhead_source="vLLM non-torch memory 1.79 GiB at TP1 (vLLM PR #10511)",
+    # per-step CPU work (scheduler, input prep, sampler) outside the CUDA graph: V1 TPOT of 2.64-2.73 ms
+    # for Llama-3.2-1B (PR #17866) is ~2 ms above its ~0.7 ms weight read on an H100-class GPU; V0
+    # showed ~4 ms GPU bubbles per decode step (RFC #6854). 2 ms taken.
+    forward_overhead_s=(2.0e-3, 0.0),
+    forward_overhead_source="per-step CPU work ~2 ms (vLLM PR #17866 TPOT 2.6-2.7 ms for a 1B model; RFC #6854 "
+                            "~4 ms in V0)",
+    tokens_held=tokens_held,
+    prefill_chunk=prefill_chunk,
+    pair_rule=pair_rule,
+    launch=launch,
+    kv_options=("auto", "fp8"),
+    heterogeneous_fallback=True,
+    latent_mla=True,
+    sixteen_bit=True,  # dtype="auto" runs float32 checkpoints in 16-bit (vllm config _get_and_verify_dtype)
+    state_copies_per_spec_token=True,  # mamba state x (1 + speculative blocks)
+    min_logit_rows=MAX_NUM_SEQS,
+    gpu_utilization=GPU_UTILIZATION,
+    # NCCL and custom all-reduce buffers: non_torch_memory 1.79 GiB at TP1, 3.58 GiB at TP2 (PR #10511)
+    tp_comm_bytes=NON_TORCH_BYTES,
+    # VocabParallelEmbedding / ParallelLMHead shard the vocabulary; the vision tower is sharded too
+    tp_unsplit_groups=frozenset({"norm", "other"}),
+    tied_copy_on_last_stage=True,
+    pp_vllm_stages=True,
+    kv_suggestion="fp8",
+    weights_ladder=("fp8", "int4"),
+)

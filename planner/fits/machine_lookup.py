@@ -1,0 +1,57 @@
+"""Machine lookup: a `--machine` reference and the override flags -> the one Machine to plan for.
+
+Why one module: a reference is `auto` (detect this host), a catalog slug or a JSON file, and the
+flags `--gpu-memory` / `--gpus` adjust it or, alone, describe a custom GPU box. This is the only
+place that chooses between the catalog (machine_catalog.py) and detection (machine_detect.py),
+so neither of those needs the other's import.
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+
+from ..core.errors import MachineError
+from .machine import Machine, custom_gpu, with_overrides
+from .machine_catalog import catalog_entries, machine_from_entry, read_entry
+from .machine_detect import detect
+
+
+def get_machine(ref: str) -> Machine:
+    """`auto` (detect this host), a catalog slug (`rtx-4090`), or a JSON file in the catalog schema.
+
+    Raises:
+        MachineError: unknown name (with the closest catalog names) or a bad file.
+    """
+    key = ref.strip()
+    if key.lower() == "auto":
+        return detect()
+    p = Path(key).expanduser()
+    if key.endswith(".json") or p.is_file():
+        if not p.is_file():
+            raise MachineError(f"Cannot read machine from '{key}': file not found. Give a catalog name "
+                               f"(planner machines list) or an existing JSON file.")
+        return machine_from_entry(read_entry(p), str(p), "file")
+    entries = catalog_entries()
+    slug = key.lower()
+    if slug in entries:
+        return machine_from_entry(entries[slug], f"catalogs/machines/{slug}.json")
+    close = difflib.get_close_matches(slug, list(entries), n=3, cutoff=0.5)
+    hint = f" Did you mean {', '.join(close)}?" if close else ""
+    raise MachineError(f"Cannot find machine '{ref}' in the catalog ({len(entries)} machines).{hint} "
+                       f"See 'planner machines list', or pass a JSON file or 'auto'.")
+
+
+def resolve_machine(ref: str | None, gpu_memory_bytes: int | None = None, gpus: int | None = None) -> Machine:
+    """The machine the CLI flags describe: `--machine` (default auto), with `--gpu-memory`/`--gpus`
+    overrides; `--gpu-memory` alone describes a custom GPU box.
+
+    Raises:
+        MachineError: unknown name, bad file, or bad override.
+    """
+    if ref is None and gpu_memory_bytes is not None:
+        return custom_gpu(gpu_memory_bytes, gpus or 1)
+    m = get_machine(ref or "auto")
+    if gpu_memory_bytes is not None or gpus is not None:
+        m = with_overrides(m, memory_bytes=gpu_memory_bytes, n_devices=gpus)
+    return m
