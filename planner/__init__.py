@@ -1,30 +1,15 @@
 """spec-planner: will a target + draft fit, pair up, and speed up generation here?
 
-The public API is cheap to import (no torch, no huggingface_hub at import time).
+Importing `planner` is cheap (no torch, no huggingface_hub). The Python entry points:
+`planner.sources.load_spec` (a model from a folder, GGUF, the HF cache/Hub or the catalog),
+`planner.fits.memory.ledger` (its memory ledger), `planner.fits.verdict.fit` (one machine),
+`planner.pairing.pair.pair` (compatibility per engine), `planner.plan.recommend.recommend`
+(the best draft x K x KV dtype); docs/architecture.md maps the rest.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 from .core.errors import PlannerError
+from .core.version import __version__
 
-__version__ = "0.1.0"
-__all__ = ["PlannerError", "__version__", "ledger", "load_spec"]
-
-if TYPE_CHECKING:
-    from .fits.memory import ledger
-    from .sources import load_spec
-
-
-def __getattr__(name: str) -> Any:
-    # Lazy re-exports keep `import planner` fast.
-    if name == "load_spec":
-        from .sources import load_spec
-
-        return load_spec
-    if name == "ledger":
-        from .fits.memory import ledger
-
-        return ledger
-    raise AttributeError(name)
+__all__ = ["PlannerError", "__version__"]

@@ -2,16 +2,22 @@
 
 Exit codes (linter convention): 0 = fits / compatible / faster; 1 = computed and
 the answer is "no"; 2 = bad input (any PlannerError, or a usage error), one line
-on stderr. Data goes to stdout, messages to stderr. Heavy modules (torch,
-huggingface_hub, tokenizers) are imported inside the commands that need them. The app and
-what commands share live in planner/commands/ (_common.py, _options.py); this module only runs it.
+on stderr. Data goes to stdout, messages to stderr. The app and what commands share
+live in planner/commands/ (_common.py, _options.py); this module only runs it.
+
+Start-up: a run imports only the module of the command it names (each command module
+imports what it needs at its top); help, no command or an unknown one imports them all,
+so the listing and the error name every command. Heavy packages (torch, huggingface_hub,
+tokenizers) are imported inside the functions that need them.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import typer
+import typer.main
 
 from .commands._common import app
 from .core.constants import is_debug
@@ -19,11 +25,12 @@ from .core.errors import PlannerError
 
 __all__ = ["app", "main"]
 
+# One module per command, named like the command (`machines` is a sub-app); help lists them in this order.
+COMMAND_MODULES = ("memory", "catalog", "fit", "machines", "probe", "pair", "recommend", "check", "report", "bench")
+
 
 def _click_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
     """Usage/Abort exception classes of the click typer runs on (vendored `typer._click` or click)."""
-    import importlib
-
     usage, abort = [], []
     for name in ("typer._click.exceptions", "click.exceptions"):
         try:
@@ -36,23 +43,38 @@ def _click_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[Bas
     return tuple(usage), tuple(abort)
 
 
-def _register() -> None:
-    """Import command modules: each adds its commands to `app` (one module per face)."""
-    import importlib
+def _modules_for(argv: list[str]) -> tuple[str, ...]:
+    """The command modules a run needs: the one its command names, else all of them.
 
-    for name in COMMAND_MODULES:
+    The command is the first argument: the root's only option is --help, and `planner --help memory`
+    (like no command, or an unknown one) prints the root help or error, which lists every command.
+    """
+    first = argv[0] if argv else None
+    return (first,) if first in COMMAND_MODULES else COMMAND_MODULES
+
+
+def _register(names: tuple[str, ...] = COMMAND_MODULES) -> None:
+    """Import command modules: each adds its commands to `app` (one module per face)."""
+    for name in names:
         importlib.import_module(f"{__package__}.commands.{name}")
 
+    # main() may run many times in one process (tests), importing modules in any order: help keeps this order.
+    def rank(info) -> int:
+        module = getattr(info.callback, "__module__", "").rpartition(".")[2]
+        return COMMAND_MODULES.index(module) if module in COMMAND_MODULES else len(COMMAND_MODULES)
 
-COMMAND_MODULES = ("memory", "catalog", "fit", "machines", "probe", "pair", "recommend", "check", "report", "bench")
+    app.registered_commands.sort(key=rank)
 
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point: maps PlannerError to one stderr line and exit 2."""
     usage_errors, aborts = _click_exceptions()
-    _register()
+    args = sys.argv[1:] if argv is None else list(argv)
+    _register(_modules_for(args))
+    # Always a group: with one command module imported, typer would otherwise run that command as the root.
+    command = typer.main.get_group(app)
     try:
-        rc = app(args=argv, standalone_mode=False)
+        rc = command(args=args, standalone_mode=False)
     except PlannerError as e:
         if is_debug():
             raise

@@ -97,7 +97,7 @@ def test_toy_engine_through_the_cli(toy, capsys):
 
 def test_engine_facts_are_read_from_the_engine_not_its_name(toy):
     """Swap one fact on a copy of vLLM: the budget follows the fact, whatever the name."""
-    from planner.fits.fit import device_budget
+    from planner.fits.budget import device_budget
 
     dev = get_machine("h100-sxm").devices[0]
     engines.register(replace(vllm.ENGINE, name="toy", aliases=(), gpu_utilization=0.5))

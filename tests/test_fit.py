@@ -18,9 +18,12 @@ from planner.cli import main
 from planner.core.constants import GiB, MiB
 from planner.core.errors import UsageError
 from planner.fits import fit as F
+from planner.fits import verdict
+from planner.fits.budget import device_budget
 from planner.fits.machine import Device, custom_gpu, with_overrides
 from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings, ledger, model_ledger
+from planner.fits.split import stage_ranges, weight_split
 from planner.render.text import ledger_json
 from planner.sources import load_spec
 
@@ -75,7 +78,7 @@ def test_hand_values_match_reference(llama8b, llama1b):
 
 def test_single_gpu_vllm_verdict_by_hand(llama8b):
     m = get_machine("rtx-4090")
-    r = F.fit(F.Problem(llama8b, m, Settings(engine="vllm", context=8192)))
+    r = verdict.fit(F.Problem(llama8b, m, Settings(engine="vllm", context=8192)))
     budget = 24564 * MiB * 9 // 10  # nvidia-smi total x gpu_memory_utilization 0.9
     used = W8B + KV8B * 8192 + A8B + VLLM_OVERHEAD
     (dev,) = r.devices
@@ -95,7 +98,7 @@ def test_single_gpu_vllm_verdict_by_hand(llama8b):
 def test_single_gpu_llamacpp_keeps_input_embedding_on_host(llama8b, llama1b):
     m = get_machine("rtx-4090")
     s = Settings(engine="llama.cpp", context=4096)
-    (dev,) = F.fit(F.Problem(llama8b, m, s, draft=llama1b)).devices
+    (dev,) = verdict.fit(F.Problem(llama8b, m, s, draft=llama1b)).devices
     target, draft = dev.shares
     assert target.weights_bytes == W8B - EMB8B  # token_embd in host RAM, output.weight on the GPU
     assert draft.weights_bytes == W1B  # tied: the output head is a device copy of token_embd
@@ -109,7 +112,7 @@ def test_max_context_search_matches_closed_form_without_padding(llama8b):
     # SGLang holds exactly batch x context tokens: max context = floor(left / kv per token)
     for gib in (20, 24, 40):
         m = custom_gpu(gib * GiB)
-        r = F.fit(F.Problem(llama8b, m, Settings(engine="sglang", context=1024)))
+        r = verdict.fit(F.Problem(llama8b, m, Settings(engine="sglang", context=1024)))
         act = 4096 * (3 * 4096 + 32 * 128 + 8 * 256 + 3 * 14336) * 2 + LOGITS_256  # 4096-token chunk
         left = math.floor(gib * GiB * 0.9) - W8B - act - VLLM_OVERHEAD
         assert r.max_context == min(left // KV8B, 131_072)
@@ -141,7 +144,7 @@ def test_tp2_split_of_70b_by_hand(llama70b):
     per_rank_kv = 80 * 4 * (128 + 128) * 2 * 8192  # 8 kv heads / tp 2 = 4 per rank
     per_rank_act = act_vllm(8192, 64, 8, 128, 28672, tp=2)
     m = with_overrides(get_machine("a100-80gb"), n_devices=2)
-    r = F.fit(F.Problem(llama70b, m, Settings(engine="vllm", context=8192), layout=F.Layout(tp=2)))
+    r = verdict.fit(F.Problem(llama70b, m, Settings(engine="vllm", context=8192), layout=F.Layout(tp=2)))
     assert len(r.devices) == 2
     budget = 81920 * MiB * 9 // 10
     for d in r.devices:
@@ -153,7 +156,7 @@ def test_tp2_split_of_70b_by_hand(llama70b):
         assert d.headroom_bytes == budget - (per_rank_w + per_rank_kv + per_rank_act + 2 * VLLM_OVERHEAD)
     assert r.fits and r.headroom_bytes == 77_309_411_328 - 76_170_412_032
     # the same model on one of those GPUs does not fit, and more GPUs is a suggested fix
-    one = F.fit(F.Problem(llama70b, get_machine("a100-80gb"), Settings(engine="vllm", context=8192)))
+    one = verdict.fit(F.Problem(llama70b, get_machine("a100-80gb"), Settings(engine="vllm", context=8192)))
     assert not one.fits
     gpus = [x for x in one.suggestions if x.kind == "gpus"]
     assert gpus and gpus[0].value == 2 and gpus[0].fits and gpus[0].headroom_bytes == r.headroom_bytes
@@ -205,11 +208,11 @@ def test_single_device_split_equals_the_ledger(tmp_path, name, engine):
 
 
 def test_stage_ranges():
-    assert F.stage_ranges(10, 4, "vllm") == ((0, 2), (2, 5), (5, 8), (8, 10))  # get_pp_indices: [2, 3, 3, 2]
-    assert F.stage_ranges(94, 3, "llama.cpp") == ((0, 32), (32, 63), (63, 94))  # floor(il * 3 / 94)
-    assert F.stage_ranges(80, 2, "transformers") == ((0, 40), (40, 80))
+    assert stage_ranges(10, 4, "vllm") == ((0, 2), (2, 5), (5, 8), (8, 10))  # get_pp_indices: [2, 3, 3, 2]
+    assert stage_ranges(94, 3, "llama.cpp") == ((0, 32), (32, 63), (63, 94))  # floor(il * 3 / 94)
+    assert stage_ranges(80, 2, "transformers") == ((0, 40), (40, 80))
     with pytest.raises(UsageError):
-        F.stage_ranges(4, 5, "vllm")
+        stage_ranges(4, 5, "vllm")
 
 
 # --- Apple unified memory and CPU-only runs -------------------------------------------------
@@ -217,7 +220,7 @@ def test_stage_ranges():
 def test_apple_unified_memory_by_hand(llama8b):
     m = get_machine("m3-max-36gb")
     s = Settings(engine="mlx", context=8192)
-    r = F.fit(F.Problem(llama8b, m, s))
+    r = verdict.fit(F.Problem(llama8b, m, s))
     budget = math.floor(36 * GiB * 0.666667)  # Metal working set: 2/3 of 36 GiB
     act = 2048 * (3 * 4096 + 32 * 128 + 8 * 256 + 3 * 14336) * 2 + 128_256 * 4  # prefill step + 1 logits row
     (dev,) = r.devices
@@ -234,13 +237,13 @@ def test_apple_default_working_set_fraction():
     assert apple_working_set_fraction(32 * GiB) == pytest.approx(2 / 3)
     assert apple_working_set_fraction(64 * GiB) == 0.75
     dev = Device(0, "Apple M2", "apple", 16 * GiB)
-    assert F.device_budget(dev, "mlx").budget_bytes == math.floor(16 * GiB * 2 / 3)  # 10922.67 MiB, as Metal says
+    assert device_budget(dev, "mlx").budget_bytes == math.floor(16 * GiB * 2 / 3)  # 10922.67 MiB, as Metal says
 
 
 def test_cpu_only_run_by_hand(llama8b):
     m = get_machine("cpu-ryzen-7-5800x-32gb")
     s = Settings(engine="llama.cpp", context=4096)
-    r = F.fit(F.Problem(llama8b, m, s))
+    r = verdict.fit(F.Problem(llama8b, m, s))
     budget = math.floor(32 * GiB * 0.85)  # RAM after OS headroom; no llama.cpp GPU margin on a CPU
     act = 512 * (128_256 + 4096) * 4  # compute buffer: f32 logits + final hidden of a 512-token ubatch
     (dev,) = r.devices
@@ -252,12 +255,12 @@ def test_cpu_only_run_by_hand(llama8b):
 
 def test_detected_free_memory_caps_the_budget():
     dev = Device(0, "NVIDIA GeForce RTX 4090", "gpu", 24564 * MiB, free_bytes=10 * GiB)
-    b = F.device_budget(dev, "vllm")
+    b = device_budget(dev, "vllm")
     assert b.budget_bytes == 10 * GiB and "free memory" in b.source
-    b = F.device_budget(replace(dev, free_bytes=None), "transformers", utilization=0.5)
+    b = device_budget(replace(dev, free_bytes=None), "transformers", utilization=0.5)
     assert b.budget_bytes == 24564 * MiB // 2 and b.fraction == 0.5
     with pytest.raises(UsageError):
-        F.device_budget(dev, "vllm", utilization=1.5)
+        device_budget(dev, "vllm", utilization=1.5)
 
 
 # --- suggestions and layouts ----------------------------------------------------------------
@@ -267,15 +270,15 @@ def test_suggestions_each_recomputed(llama8b, llama1b, tmp_path):
     m = get_machine("rtx-3060-12gb")
     s = Settings(engine="vllm", context=8192)
     p = F.Problem(llama8b, m, s, draft=llama1b)
-    r = F.fit(p, smaller_drafts=[smaller])
+    r = verdict.fit(p, smaller_drafts=[smaller])
     assert not r.fits and r.max_context == 0
     by = {x.kind: x for x in r.suggestions}
     assert set(by) >= {"kv_dtype", "draft", "weights", "gpus", "no_draft"}
-    assert by["no_draft"].headroom_bytes == F.fit(F.Problem(llama8b, m, s)).headroom_bytes
+    assert by["no_draft"].headroom_bytes == verdict.fit(F.Problem(llama8b, m, s)).headroom_bytes
     fp8 = replace(s, kv_dtype="fp8")
-    assert by["kv_dtype"].headroom_bytes == F.fit(F.Problem(llama8b, m, fp8, draft=llama1b)).headroom_bytes
+    assert by["kv_dtype"].headroom_bytes == verdict.fit(F.Problem(llama8b, m, fp8, draft=llama1b)).headroom_bytes
     assert by["draft"].value == smaller.id
-    assert by["draft"].headroom_bytes == F.fit(F.Problem(llama8b, m, s, draft=smaller)).headroom_bytes
+    assert by["draft"].headroom_bytes == verdict.fit(F.Problem(llama8b, m, s, draft=smaller)).headroom_bytes
     # the draft's weights leave, its KV share goes: exactly their difference in headroom
     diff = by["draft"].headroom_bytes - r.headroom_bytes
     small = model_ledger(smaller, s, "draft")
@@ -289,11 +292,11 @@ def test_suggestions_each_recomputed(llama8b, llama1b, tmp_path):
 def test_layout_errors(llama8b, llama1b):
     m = get_machine("rtx-4090")
     with pytest.raises(UsageError):
-        F.fit(F.Problem(llama8b, m, Settings(), layout=F.Layout(tp=2)))
+        verdict.fit(F.Problem(llama8b, m, Settings(), layout=F.Layout(tp=2)))
     with pytest.raises(UsageError):
-        F.fit(F.Problem(llama8b, m, Settings(), draft=llama1b, layout=F.Layout(draft_device=3)))
+        verdict.fit(F.Problem(llama8b, m, Settings(), draft=llama1b, layout=F.Layout(draft_device=3)))
     with pytest.raises(UsageError):
-        F.fit(F.Problem(llama8b, m, Settings(), layout=F.Layout(draft_device=0)))
+        verdict.fit(F.Problem(llama8b, m, Settings(), layout=F.Layout(draft_device=0)))
 
 
 def test_draft_on_its_own_device(llama8b, llama1b):
@@ -377,7 +380,7 @@ def test_vision_tower_stays_on_the_first_stage(tmp_path):
     text = replace(spec, weights=WeightInventory(tuple(t for t in spec.weights.tensors if t.group != "vision"),
                                                  "header", spec.params_total, spec.params_active))
     s = Settings(engine="vllm")
-    with_tower, _ = F.weight_split(spec, s, 1, 2, on_host_ok=True)
-    without, _ = F.weight_split(text, s, 1, 2, on_host_ok=True)
+    with_tower, _ = weight_split(spec, s, 1, 2, on_host_ok=True)
+    without, _ = weight_split(text, s, 1, 2, on_host_ok=True)
     assert with_tower[0] - without[0] == sum(t.nbytes for t in vision) and with_tower[1] == without[1]
     assert sum(with_tower) == spec.weights.resident_bytes

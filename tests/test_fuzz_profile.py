@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from planner.probe.importers import import_file, profile_from_import
-from planner.speed.profile import load_profile
+from planner.speed.profile_file import load_profile
 
 from .fuzz.harness import (
     FIXTURES,

@@ -205,7 +205,7 @@ def test_probe_llamacpp_on_a_tiny_gguf(tmp_path):
     from planner.probe.llamacpp import run_llamacpp
     from planner.probe.settings import ProbeSettings
     from planner.sources import load_spec
-    from planner.speed.profile import load_profile, profile_json, save_profile
+    from planner.speed.profile_file import load_profile, profile_json, save_profile
 
     t, d = tiny_gguf(tmp_path / "t.gguf", name="tiny-t"), tiny_gguf(tmp_path / "d.gguf", layers=1, name="tiny-d")
     st = ProbeSettings(device="cpu", max_k=3, context=64, repeats=2, warmup=1, threads=1)

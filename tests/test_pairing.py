@@ -17,6 +17,8 @@ from planner.cli import main
 from planner.core.constants import catalog_dir
 from planner.core.errors import UsageError
 from planner.pairing import pair as pairing
+from planner.pairing.advice import SEVERITIES
+from planner.pairing.heterogeneous import tli_acceptance
 from planner.sources import load_spec
 from planner.sources.tokenizer import fingerprint_for
 
@@ -198,9 +200,9 @@ def test_tli_interpolation_points():
     pts = [{"overlap": 0.5, "acceptance": 0.1, "path": "TLI", "source": "s"},
            {"overlap": 0.9, "acceptance": 0.5, "path": "TLI", "source": "s"},
            {"overlap": 1.0, "acceptance": 0.9, "path": "homogeneous", "source": "s"}]
-    assert pairing.tli_acceptance(0.7, pts).value == pytest.approx(0.3)  # midway: (0.1 + 0.5) / 2
-    assert pairing.tli_acceptance(0.95, pts).value == 0.5  # above the last TLI point: nearest, not the plain row
-    assert pairing.tli_acceptance(0.4, pts).upper == 0.1
+    assert tli_acceptance(0.7, pts).value == pytest.approx(0.3)  # midway: (0.1 + 0.5) / 2
+    assert tli_acceptance(0.95, pts).value == 0.5  # above the last TLI point: nearest, not the plain row
+    assert tli_acceptance(0.4, pts).upper == 0.1
 
 
 # --- catalog pairs (offline) ----------------------------------------------------------------------
@@ -300,7 +302,7 @@ def test_cli_json_schema_and_exit_codes(tmp_path, capsys):
         assert set(v) >= {"compatible", "failed_rule", "fallback", "detail"}
     assert data["engines"]["vllm"]["failed_rule"] == "vocab_size"
     assert data["same_tokenizer"] is True and data["vocab_overlap"] == 1.0
-    assert all(set(a) >= {"severity", "message"} and a["severity"] in pairing.SEVERITIES for a in data["advice"])
+    assert all(set(a) >= {"severity", "message"} and a["severity"] in SEVERITIES for a in data["advice"])
     assert run(["pair", str(t), str(d), "--engine", "vllm"], capsys)[0] == 1
     assert run(["pair", str(t), str(d), "--engine", "llama.cpp"], capsys)[0] == 0
     # SGLang STANDALONE compares config vocab_size exactly (standalone_worker_v2.py): padded Qwen sizes refuse

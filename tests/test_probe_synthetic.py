@@ -28,7 +28,7 @@ from planner.probe.settings import ProbeSettings  # noqa: E402
 from planner.probe.synthetic import SyntheticLM  # noqa: E402
 from planner.probe.synthetic_shapes import layer_groups, model_bytes, probe_dtype  # noqa: E402
 from planner.probe.timing import measure_round_robin  # noqa: E402
-from planner.speed.profile import load_profile, save_profile  # noqa: E402
+from planner.speed.profile_file import load_profile, save_profile  # noqa: E402
 
 
 def full(h=64, heads=4, kv=2, w=128):

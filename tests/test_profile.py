@@ -12,21 +12,16 @@ import pytest
 
 from planner.core import constants
 from planner.core.errors import PlannerError, ProfileError, UsageError
-from planner.speed.profile import (
-    Acceptance,
-    ModelCurve,
-    Profile,
+from planner.speed.diagnosis import (
     best_speedup,
     diagnose,
     draft_ratio,
     expected_tokens,
     expected_tokens_positional,
-    load_profile,
-    profile_json,
-    save_profile,
-    verify_ratios,
     verify_slope,
 )
+from planner.speed.profile import Acceptance, ModelCurve, Profile, verify_ratios
+from planner.speed.profile_file import load_profile, profile_json, save_profile
 
 FIX = Path(__file__).parent / "fixtures" / "probe"
 

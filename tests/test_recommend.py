@@ -9,6 +9,7 @@ import shlex
 import pytest
 
 from planner.cli import main
+from planner.core.constants import DEFAULT_MAX_K
 from planner.drafting import DraftModel
 from planner.fits.fit import Layout
 from planner.fits.machine import with_overrides
@@ -56,7 +57,7 @@ def _used(target, draft, machine, context):
     from planner.fits import fit
     from planner.fits.memory import Settings
 
-    s = Settings(context=context, engine="transformers", spec_tokens=P.DEFAULT_K_MAX)
+    s = Settings(context=context, engine="transformers", spec_tokens=DEFAULT_MAX_K)
     devs = fit.evaluate(fit.Problem(target, machine, s, draft=draft), context, 1)
     return devs[0].used_bytes
 

@@ -13,7 +13,7 @@ import pytest
 from planner.fits import fit
 from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings
-from planner.render import html as report_html
+from planner.render import plots
 from planner.sources import load_spec
 
 from .test_check import deployment, policy, run, speedup_by_hand, write_profile
@@ -186,14 +186,15 @@ def test_report_never_overwrites_its_policy(tmp_path, capsys):
 
 
 def test_svg_is_deterministic():
-    from planner.plan import check
+    from planner.plan.assess import assess
     from planner.plan.policy import Deployment
+    from planner.plan.scenario import machines_for, scenarios
 
     d = Deployment(name="x", target=TARGET, draft=DRAFT, machines=("l4",), context=4096)
-    (sc,) = check.scenarios(d, check.machines_for(d))
-    a = check.assess(sc)
-    assert report_html.ledger_plot(a) == report_html.ledger_plot(a)
-    assert report_html.speedup_plot(a.speed) == report_html.speedup_plot(a.speed)
+    (sc,) = scenarios(d, machines_for(d))
+    a = assess(sc)
+    assert plots.ledger_plot(a) == plots.ledger_plot(a)
+    assert plots.speedup_plot(a.speed) == plots.speedup_plot(a.speed)
 
 
 @pytest.mark.skipif(not CHROMIUM.exists(), reason="Debian chromium is not installed at /usr/bin/chromium "

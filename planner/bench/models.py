@@ -15,6 +15,7 @@ from typing import Any
 from ..core.errors import IncompatiblePair, UsageError
 from ..probe import require_torch
 from ..probe.acceptance import MAX_PROMPT_TOKENS, Prompt
+from ..probe.real import check_local_model, load_causal_lm
 
 
 def load_model(ref: str, *, device: str, dtype: str = "F32") -> tuple[Any, Any]:
@@ -38,8 +39,6 @@ def load_model(ref: str, *, device: str, dtype: str = "F32") -> tuple[Any, Any]:
         model = AutoModelForCausalLM.from_pretrained(str(p.parent), dtype=torch_dtype, **kw)
         tok = AutoTokenizer.from_pretrained(str(p.parent), **kw)
     else:
-        from ..probe.real import check_local_model, load_causal_lm
-
         check_local_model(p)
         model = load_causal_lm(p, device=device, dtype=dtype)
         tok = AutoTokenizer.from_pretrained(str(p), trust_remote_code=False)

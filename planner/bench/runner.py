@@ -17,12 +17,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..core.errors import UsageError
 from ..speed import acceptance as acc
 from ..speed import model as speed
 from ..speed.model import Costs
 from .decode import DecodeResult, Stepper, StepRecord, speculative_decode, target_decode
 
 MakeStepper = Callable[[], Stepper]
+# --clock: wall time, or this thread's CPU time (immune to other processes on a shared machine).
+CLOCKS: dict[str, Callable[[], float]] = {"wall": time.perf_counter, "thread": time.thread_time}
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,24 @@ def acceptance_summary(records: Sequence[StepRecord], k: int) -> dict[str, Any]:
         fit = acc.from_histogram(counts)
         out.update(alpha=fit.alpha, alpha_low=fit.low, alpha_high=fit.high)
     return out
+
+
+def bench_clock(name: str, device: str) -> Callable[[], float]:
+    """The clock `--clock NAME` times with; `thread` also pins torch to one thread, so the CPU time
+    of this thread is all the decode's work.
+
+    Raises:
+        UsageError: an unknown clock, or `thread` on a device other than cpu.
+    """
+    if name not in CLOCKS:
+        raise UsageError(f"Cannot use --clock '{name}' (expected wall or thread).")
+    if name == "thread":
+        if device != "cpu":
+            raise UsageError(f"Cannot use --clock thread on '{device}' (expected --device cpu).")
+        import torch
+
+        torch.set_num_threads(1)
+    return CLOCKS[name]
 
 
 def _decode_all(fn: Callable[[list[int]], DecodeResult], prompts: Sequence[list[int]]) -> tuple[float, list]:

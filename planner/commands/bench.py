@@ -5,7 +5,16 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from tabulate import tabulate
 
+from ..bench.decode import HFStepper
+from ..bench.models import encode_prompts, load_model
+from ..bench.runner import bench_clock, choose_k, result_json, run_pair
+from ..core.constants import DEFAULT_MAX_K
+from ..core.errors import UsageError
+from ..probe.acceptance import load_prompts
+from ..probe.device import resolve_device
+from ..probe.timing import sync as device_sync
 from ._common import app, emit, warn
 from ._options import JsonOpt
 
@@ -49,26 +58,8 @@ def bench(
       planner bench ./smollm2-360m --draft ./smollm2-135m --k auto --tokens 64
       planner bench .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --draft .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --json
     """
-    import time
-
-    from ..bench.decode import HFStepper
-    from ..bench.models import encode_prompts, load_model
-    from ..bench.runner import choose_k, result_json, run_pair
-    from ..core.errors import UsageError
-    from ..probe.acceptance import load_prompts
-    from ..probe.device import resolve_device
-    from ..probe.timing import sync as device_sync
-
     dev = resolve_device(device)
-    if clock not in ("wall", "thread"):
-        raise UsageError(f"Cannot use --clock '{clock}' (expected wall or thread).")
-    if clock == "thread":
-        if dev != "cpu":
-            raise UsageError(f"Cannot use --clock thread on '{dev}' (expected --device cpu).")
-        import torch
-
-        torch.set_num_threads(1)
-    clock_fn = time.thread_time if clock == "thread" else time.perf_counter
+    clock_fn = bench_clock(clock, dev)
     dt = {"f32": "F32", "fp32": "F32", "bf16": "BF16", "f16": "F16", "fp16": "F16"}.get(dtype.lower())
     if dt is None:
         raise UsageError(f"Cannot bench with --dtype '{dtype}' (expected f32, bf16 or f16).")
@@ -86,7 +77,8 @@ def bench(
         return HFStepper(dmodel)
 
     if k == "auto":
-        kk, _ = choose_k(make_target, make_draft, ids[0], k_max=8, tokens=tokens, temperature=temperature, sync=sync)
+        kk, _ = choose_k(make_target, make_draft, ids[0], k_max=DEFAULT_MAX_K, tokens=tokens, temperature=temperature,
+                         sync=sync)
         warn(f"--k auto: the speed model chose K={kk} from an exploratory run")
     else:
         try:
@@ -106,8 +98,6 @@ def bench(
 
 
 def bench_text(r) -> str:
-    from tabulate import tabulate
-
     a = r.acceptance
     rows = [["baseline (target only)", f"{r.baseline_tokens_per_s:.2f} tok/s"],
             [f"speculative (K={r.k})", f"{r.speculative_tokens_per_s:.2f} tok/s"],

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import typer
+from tabulate import tabulate
 
+from ..sources import catalog
 from ._common import app, emit
 from ._options import JsonOpt
 
@@ -16,10 +18,6 @@ def catalog_cmd(as_json: JsonOpt = False) -> None:
       planner catalog
       planner catalog --json
     """
-    from tabulate import tabulate
-
-    from ..sources import catalog
-
     rows = [{"id": e["id"], "aliases": e.get("aliases", []), "family": e.get("family"),
              "source": e.get("source")} for e in catalog.entries()]
     if as_json:

@@ -5,7 +5,14 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from tabulate import tabulate
 
+from ..core.atomic import atomic_write
+from ..plan import check as C
+from ..plan.check import FAIL, PASS, SKIP
+from ..plan.policy import load_policy
+from ..render.junit import Case
+from ..render.junit import render as render_junit
 from ..render.text import format_value
 from ._common import app, emit, split_values
 from ._options import ConfigOpt, DeploymentOpt, JsonOpt
@@ -22,8 +29,6 @@ DETAIL_WIDTH = 72
 
 def check_json(report: Any) -> dict[str, Any]:
     """The `planner check --json` schema (docs/check.md)."""
-    from ..plan.check import FAIL, PASS, SKIP
-
     return {"policy": report.policy, "passed": report.passed,
             "counts": {s: report.count(s) for s in (PASS, FAIL, SKIP)},
             "results": [{"deployment": r.deployment, "machine": r.machine, "requirement": r.requirement,
@@ -60,10 +65,6 @@ def assessment_json(a: Any) -> dict[str, Any]:
 
 def check_table(report: Any) -> str:
     """deployment x machine x requirement, with the value, the bound and why; then a summary line."""
-    from tabulate import tabulate
-
-    from ..plan.check import FAIL, PASS, SKIP
-
     rows = [[r.deployment, r.machine, r.requirement, STATUS_TEXT[r.status], format_value(r.requirement, r.value),
              format_value(r.requirement, r.bound), r.message] for r in report.results]
     table = tabulate(rows, headers=["deployment", "machine", "requirement", "result", "value", "required", "detail"],
@@ -74,9 +75,6 @@ def check_table(report: Any) -> str:
 
 
 def junit_cases(report: Any) -> list[Any]:
-    from ..plan.check import FAIL, SKIP
-    from ..render.junit import Case
-
     return [Case(suite=r.deployment, name=f"{r.machine}: {r.requirement}", passed=r.status != FAIL,
                  message=r.message, skipped=r.status == SKIP) for r in report.results]
 
@@ -99,16 +97,11 @@ def check(
       planner check --config deploy/planner.toml --junit planner-junit.xml
       planner check --machine h100-sxm --machine rtx-4090 --json
     """
-    from ..core.atomic import atomic_write
-    from ..plan import check as C
-    from ..plan.policy import load_policy
-    from ..render.junit import render
-
     policy = load_policy(config)
     report = C.check(policy, machines=split_values(machine), deployments=split_values(deployment))
     if junit:
         inputs = [policy.path, *(a.scenario.profile_path for a in report.assessments if a.scenario.profile_path)]
-        atomic_write(junit, render(junit_cases(report), name=f"planner check ({policy.path})"), inputs=inputs)
+        atomic_write(junit, render_junit(junit_cases(report), name=f"planner check ({policy.path})"), inputs=inputs)
     if as_json:
         emit(check_json(report))
     else:

@@ -5,9 +5,20 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
+from tabulate import tabulate
 
+from ..core.constants import DEFAULT_CONTEXT
+from ..core.errors import PlannerError
 from ..core.fmt import fmt_bytes
+from ..core.units import parse_bytes, parse_tokens
+from ..fits import fit as fitmod
+from ..fits import verdict as verdictmod
+from ..fits.fit import default_layout
+from ..fits.machine import describe
+from ..fits.machine_lookup import resolve_machine
+from ..fits.memory import Settings
 from ..render import text as report
+from ..sources import catalog, load_spec
 from ._common import app, emit, engine_for, load_method, warn
 from ._options import (
     ContextOpt,
@@ -37,9 +48,6 @@ DRAFT_CANDIDATES_MAX = 64
 
 def _smaller_drafts(draft) -> list:
     """Catalog models of the draft's family with fewer parameters (candidates for a smaller draft)."""
-    from ..core.errors import PlannerError
-    from ..sources import catalog, load_spec
-
     if draft is None or not draft.family or draft.source == "gguf":  # catalog drafts are not GGUF files
         return []
     out = []
@@ -57,8 +65,6 @@ def _smaller_drafts(draft) -> list:
 
 def fit_json(r, warnings: list[str]) -> dict[str, Any]:
     """The `planner fit --json` schema (docs/fit.md)."""
-    from ..fits.machine import describe
-
     p = r.problem
     devices = []
     for d in r.devices:
@@ -85,8 +91,6 @@ def fit_json(r, warnings: list[str]) -> dict[str, Any]:
 
 
 def fit_table(r) -> str:
-    from tabulate import tabulate
-
     p = r.problem
     rows = []
     for d in r.devices:
@@ -133,7 +137,7 @@ def fit(
     tp: TpOpt = None,
     pp: PpOpt = None,
     draft_device: DraftDeviceOpt = None,
-    context: ContextOpt = "4096",
+    context: ContextOpt = str(DEFAULT_CONTEXT),
     batch: ParallelBatchOpt = 1,
     draft_context: DraftContextOpt = None,
     engine: EngineAutoOpt = "auto",
@@ -155,14 +159,6 @@ def fit(
       planner fit qwen3-8b --gpu-memory 24GiB --gpus 2 --engine vllm
       planner fit target.gguf --draft draft.gguf --machine rtx-4090 --parallel 4 --draft-context 8k
     """
-    from ..core.units import parse_bytes, parse_tokens
-    from ..core.units import parse_bytes as _pb
-    from ..fits import fit as fitmod
-    from ..fits.fit import default_layout
-    from ..fits.machine_lookup import resolve_machine
-    from ..fits.memory import Settings
-    from ..sources import load_spec
-
     tspec = load_spec(target, revision=revision)
     method = load_method(draft)
     dspec = method.resident_model() if method else None  # what the method keeps resident
@@ -171,12 +167,12 @@ def fit(
                         overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None,
                         draft_context=parse_tokens(draft_context, what="--draft-context") if draft_context
                         else None)
-    m = resolve_machine(machine, _pb(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
+    m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
     layout = default_layout(m.n_devices, settings.engine, tp, pp, draft_device)
     warnings = [f"{s.id}: {w}" for s in (tspec, dspec) if s for w in s.warnings]
     problem = fitmod.Problem(target=tspec, machine=m, settings=settings, layout=layout, draft=dspec,
                              utilization=utilization)
-    result = fitmod.fit(problem, smaller_drafts=_smaller_drafts(dspec))
+    result = verdictmod.fit(problem, smaller_drafts=_smaller_drafts(dspec))
     if as_json:
         emit(fit_json(result, warnings))
     else:

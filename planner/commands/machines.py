@@ -5,8 +5,13 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from tabulate import tabulate
 
 from ..core.fmt import fmt_bytes
+from ..fits.machine import describe
+from ..fits.machine_catalog import catalog_entries
+from ..fits.machine_detect import detect
+from ..fits.machine_lookup import get_machine
 from ._common import app, emit
 from ._options import JsonOpt
 
@@ -28,10 +33,6 @@ def list_cmd(as_json: JsonOpt = False) -> None:
       planner machines list
       planner machines list --json
     """
-    from tabulate import tabulate
-
-    from ..fits.machine_catalog import catalog_entries
-
     entries = catalog_entries()
     if as_json:
         emit(list(entries.values()))
@@ -51,9 +52,6 @@ def show_cmd(name: NameArg, as_json: JsonOpt = False) -> None:
       planner machines show h100-sxm
       planner machines show ./my-box.json --json
     """
-    from ..fits.machine import describe
-    from ..fits.machine_lookup import get_machine
-
     m = get_machine(name)
     data = describe(m)
     if as_json:
@@ -79,9 +77,6 @@ def detect_cmd(as_json: JsonOpt = False) -> None:
       planner machines detect
       planner machines detect --json
     """
-    from ..fits.machine import describe
-    from ..fits.machine_detect import detect
-
     m = detect()
     if as_json:
         emit(describe(m))

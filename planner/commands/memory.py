@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import typer
 
+from ..core.constants import DEFAULT_CONTEXT
+from ..core.units import parse_bytes, parse_tokens
+from ..fits import memory as mem
 from ..render import text as report
+from ..sources import load_spec
 from ._common import app, emit, engine_for, load_method, warn
 from ._options import (
     ContextOpt,
@@ -26,7 +30,7 @@ from ._options import (
 def memory(
     model: ModelArg,
     draft: DraftOpt = None,
-    context: ContextOpt = "4096",
+    context: ContextOpt = str(DEFAULT_CONTEXT),
     batch: ParallelBatchOpt = 1,
     draft_context: DraftContextOpt = None,
     engine: EngineAutoOpt = "auto",
@@ -45,10 +49,6 @@ def memory(
       planner memory ./my-model --kv-dtype q8_0 --engine llama.cpp
       planner memory target.gguf --draft draft.gguf --parallel 4 --draft-context 4k
     """
-    from ..core.units import parse_bytes, parse_tokens
-    from ..fits import memory as mem
-    from ..sources import load_spec
-
     target = load_spec(model, revision=revision)
     method = load_method(draft)
     dspec = method.resident_model() if method else None  # what the method keeps resident

@@ -5,9 +5,13 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from tabulate import tabulate
 
 from .. import engines
+from ..core.units import parse_tokens
 from ..pairing import pair as pairing
+from ..sources import load_spec
+from ..sources.tokenizer import fingerprint_for
 from ._common import app, emit, warn
 from ._options import JsonOpt, ModelArg, RevisionOpt
 
@@ -37,10 +41,6 @@ def pair_cmd(
       planner pair meta-llama/Llama-3.1-8B meta-llama/Llama-3.2-1B-Instruct --engine vllm --json
       planner pair ./target-dir ./draft-dir --context 32k
     """
-    from ..core.units import parse_tokens
-    from ..sources import load_spec
-    from ..sources.tokenizer import fingerprint_for
-
     names = (engines.canonical(engine),) if engine else engines.names()
     ctx = parse_tokens(context) if context else None
     tspec = load_spec(target, revision=revision)
@@ -59,8 +59,6 @@ def pair_cmd(
 
 def render(report, engines: tuple[str, ...]) -> str:
     """The human view: one row per engine, then tokenizer facts, differences and advice."""
-    from tabulate import tabulate
-
     rows = [[e, "yes" if v.compatible else "NO", v.failed_rule or "-", v.fallback or "-", v.confidence]
             for e in engines for v in (report.verdicts[e],)]
     lines = [f"target: {report.target}", f"draft:  {report.draft}", "",

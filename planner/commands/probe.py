@@ -4,16 +4,29 @@ from __future__ import annotations
 
 import sys
 import time
+from importlib.metadata import version
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
+from tabulate import tabulate
 
+from .. import engines
+from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
+from ..core.errors import UsageError
+from ..core.units import parse_tokens
+from ..probe import require_torch
+from ..probe.acceptance import load_prompts
+from ..probe.device import now
+from ..probe.importers import import_file, profile_from_import
+from ..probe.llamacpp import probe_gguf
+from ..probe.runner import run_real, run_synthetic
+from ..probe.settings import ProbeSettings
+from ..sources import load_spec
+from ..speed.profile import Profile
+from ..speed.profile_file import profile_json, save_profile
 from ._common import app, emit, warn
 from ._options import ContextOpt, DraftOpt, JsonOpt, RevisionOpt, TemperatureOpt
-
-if TYPE_CHECKING:
-    from ..speed.profile import Profile
 
 TargetArg = Annotated[str | None, typer.Argument(
     help="Target model: local dir, config.json, .gguf, HF id or catalog name (optional with --import).")]
@@ -42,6 +55,9 @@ BackendOpt = Annotated[str, typer.Option("--backend", help="torch (default) | ll
                                          "llama.cpp's real quantised kernels (needs llama-cpp-python).")]
 
 
+TORCH_BACKEND = "torch"
+
+
 class ProgressLine:
     """Progress on stderr: one rewritten line on a terminal, a line per 10% otherwise."""
 
@@ -67,8 +83,6 @@ def _ms(s: float) -> str:
 
 def profile_table(p: Profile) -> str:
     """Human view of a profile: the verify curve as t_v(n)/t_v(1), t_d/t_v(1), overhead, acceptance, diagnosis."""
-    from tabulate import tabulate
-
     t = p.target
     layers = f", {t.layers_timed}/{t.layers_total} layers timed" if t.layers_timed and t.layers_total and \
         t.layers_timed != t.layers_total else ""
@@ -102,11 +116,26 @@ def profile_table(p: Profile) -> str:
     return "\n".join(lines)
 
 
+def _backend(name: str) -> str:
+    """--backend as TORCH_BACKEND or the llama.cpp engine's name (any spelling the engine registry knows).
+
+    Raises:
+        UsageError: any other backend.
+    """
+    key = name.strip().lower()
+    if key == TORCH_BACKEND:
+        return key
+    try:
+        engine = engines.canonical(key)
+    except UsageError:
+        engine = None
+    if engine != engines.llamacpp.NAME:
+        raise UsageError(f"Cannot probe with --backend {name} (expected torch or llamacpp).")
+    return engine
+
+
 def _imported(files: list[Path], draft_file: Path | None, target: str | None, draft: str | None,
               context: int) -> tuple[Profile, list[str]]:
-    from ..probe.device import now
-    from ..probe.importers import import_file, profile_from_import
-
     runs = [r for f in files for r in import_file(f, context=context)]
     msgs = []
     druns = import_file(draft_file, context=context) if draft_file else []
@@ -116,8 +145,6 @@ def _imported(files: list[Path], draft_file: Path | None, target: str | None, dr
         druns = [runs[-1]]
     if len(runs) > 1 and druns and druns[0] is not runs[-1]:
         msgs.append(f"{len(runs)} models in the import: '{runs[0].model}' taken as the target")
-    from importlib.metadata import version
-
     prof = profile_from_import(runs[0], druns[0] if druns else None, target_id=target, draft_id=draft,
                                versions={"spec-planner": version("spec-planner")}, timestamp=now())
     return prof, msgs
@@ -129,8 +156,8 @@ def probe_cmd(
     draft: DraftOpt = None,
     device: DeviceOpt = "auto",
     dtype: ProbeDtypeOpt = None,
-    max_k: MaxKOpt = 8,
-    context: ContextOpt = "4096",
+    max_k: MaxKOpt = DEFAULT_MAX_K,
+    context: ContextOpt = str(DEFAULT_CONTEXT),
     budget_s: BudgetOpt = None,
     out: OutOpt = None,
     as_json: JsonOpt = False,
@@ -158,10 +185,6 @@ def probe_cmd(
       planner probe ./Qwen2.5-7B-Instruct --draft ./Qwen2.5-0.5B-Instruct --real --temperature 0
       planner probe --import bench-8b.md --import-draft bench-1b.md --out profile.json --json
     """
-    from ..core.errors import UsageError
-    from ..core.units import parse_tokens
-    from ..speed.profile import profile_json, save_profile
-
     ctx = parse_tokens(context)
     inputs: list[Path] = [*(import_files or []), *([import_draft] if import_draft else []),
                           *([prompts] if prompts else []), *(Path(r) for r in (target, draft) if r)]
@@ -171,16 +194,11 @@ def probe_cmd(
         if target is None:
             raise UsageError("Cannot probe: no TARGET given (expected a model, or --import FILE). "
                              "See 'planner probe --help'.")
-        if backend.strip().lower() in ("llamacpp", "llama.cpp", "llama-cpp"):
-            from ..probe.llamacpp import probe_gguf
-            from ..probe.settings import ProbeSettings
-
+        if _backend(backend) == engines.llamacpp.NAME:
             st = ProbeSettings(device=device, max_k=max_k, context=ctx, budget_s=budget_s, repeats=repeats, seed=seed,
                                threads=threads, clock=clock)
             prof, msgs = probe_gguf(target, draft, revision=revision, st=st, dtype=dtype, real=real, prompts=prompts,
                                     progress=None if as_json and not sys.stderr.isatty() else ProgressLine())
-        elif backend.strip().lower() != "torch":
-            raise UsageError(f"Cannot probe with --backend {backend} (expected torch or llamacpp).")
         else:
             prof, msgs = _measured(target, draft, revision=revision, device=device, dtype=dtype, max_k=max_k,
                                    context=ctx, budget_s=budget_s, real=real, prompts=prompts,
@@ -202,14 +220,7 @@ def _measured(target: str, draft: str | None, *, revision: str | None, device: s
               context: int, budget_s: float | None, real: bool, prompts: Path | None, temperature: float,
               new_tokens: int, threads: int | None, repeats: int, seed: int, clock: str,
               progress: ProgressLine | None) -> tuple[Profile, list[str]]:
-    from ..core.errors import UsageError
-    from ..probe import require_torch
-    from ..sources import load_spec
-
     require_torch("probe")
-    from ..probe.runner import run_real, run_synthetic
-    from ..probe.settings import ProbeSettings
-
     tspec = load_spec(target, revision=revision)
     dspec = load_spec(draft) if draft else None
     st = ProbeSettings(device=device, dtype=dtype, max_k=max_k, context=context, budget_s=budget_s,
@@ -219,8 +230,6 @@ def _measured(target: str, draft: str | None, *, revision: str | None, device: s
         if prompts is not None:
             msgs.append("--prompts is used only with --real (acceptance needs real weights)")
         return run_synthetic(tspec, dspec, st, progress=progress), msgs
-    from ..probe.acceptance import load_prompts
-
     for ref in (target, draft):
         if ref is not None and not Path(ref).is_dir():
             raise UsageError(f"Cannot use --real with '{ref}': it is not a local directory (expected a folder "

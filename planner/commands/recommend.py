@@ -2,12 +2,24 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from tabulate import tabulate
 
+from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
 from ..core.fmt import fmt_bytes
+from ..core.units import parse_bytes, parse_tokens
 from ..drafting import DraftModel
+from ..fits.fit import default_layout
+from ..fits.machine_lookup import resolve_machine
+from ..plan import recommend as P
+from ..probe.runner import run_synthetic
+from ..probe.settings import ProbeSettings
+from ..sources import load_spec
+from ..speed.acceptance import Acceptance
+from ..speed.profile_file import load_profile
 from ._common import app, emit, engine_for_machine, warn
 from ._options import (
     AcceptanceOpt,
@@ -47,7 +59,7 @@ def recommend(
     tp: TpOpt = None,
     pp: PpOpt = None,
     utilization: UtilizationOpt = None,
-    context: ContextOpt = "4096",
+    context: ContextOpt = str(DEFAULT_CONTEXT),
     batch: ParallelBatchOpt = 1,
     engine: RecEngineOpt = "auto",
     candidates: CandidatesOpt = None,
@@ -55,7 +67,7 @@ def recommend(
     probe: ProbeFlag = False,
     acceptance: AcceptanceOpt = None,
     kv_dtype: KvOpt = None,
-    max_k: MaxKOpt = 8,
+    max_k: MaxKOpt = DEFAULT_MAX_K,
     weights_dtype: WeightsDtypeOpt = None,
     temperature: TemperatureOpt = 0.0,
     revision: RevisionOpt = None,
@@ -72,12 +84,6 @@ def recommend(
       planner recommend llama-3.3-70b-instruct --machine 2x-rtx-4090 --profile probe.json --json
       planner recommend target.gguf --candidates small.gguf,tiny.gguf --machine rtx-4090
     """
-    from ..core.units import parse_bytes, parse_tokens
-    from ..fits.fit import default_layout
-    from ..fits.machine_lookup import resolve_machine
-    from ..plan import recommend as P
-    from ..sources import load_spec
-
     spec = load_spec(target, revision=revision)
     m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
     eng = engine_for_machine(engine, m.kind, spec.source)
@@ -97,8 +103,6 @@ def recommend(
         costs_for = P.profile_costs(prof, spec, roof)
         k_cap = min(max_k, len(prof.target.verify_s) - 1)
         if prof.acceptance is not None and prof.draft is not None:
-            from ..speed.acceptance import Acceptance
-
             a = prof.acceptance
             lo, hi = max(0.0, a.alpha - 2 * a.alpha_std), min(1.0, a.alpha + 2 * a.alpha_std)
             measured = {prof.draft.id: Acceptance(a.alpha, lo, hi, given=f"alpha = {a.alpha:.3f} (measured)",
@@ -118,14 +122,10 @@ def recommend(
 
 
 def _is_path(ref: str) -> bool:
-    from pathlib import Path
-
     return Path(ref).expanduser().exists()
 
 
 def _profile(path: str, spec: Any, cands: Any, m: Any, ctx: int, k_max: int) -> Any:
-    from ..speed.profile import load_profile
-
     prof = load_profile(path)
     if prof.target.id != spec.id:
         warn(f"profile '{path}' measured '{prof.target.id}', not '{spec.id}': its curve is used as given")
@@ -136,9 +136,6 @@ def _profile(path: str, spec: Any, cands: Any, m: Any, ctx: int, k_max: int) -> 
 
 def _probe_now(spec: Any, cands: Any, ctx: int, k_max: int) -> Any:
     """A quick synthetic probe of the target (and the first --candidates draft) on this machine."""
-    from ..probe.runner import run_synthetic
-    from ..probe.settings import ProbeSettings
-
     draft = cands[0].resident_model() if cands else None
     warn(f"probing {spec.id}" + (f" and {draft.id}" if draft else "") + " on this machine (synthetic, "
          "default budget); other drafts' steps are scaled from the roofline")
@@ -175,8 +172,6 @@ def recommendation_json(rec: Any) -> dict[str, Any]:
 
 
 def recommendation_text(rec: Any) -> str:
-    from tabulate import tabulate
-
     lines = [f"target   {rec.target}", f"machine  {rec.machine}   engine {rec.engine}   context {rec.context:,}   "
              f"batch {rec.batch}",
              f"drafts   tokenizer family {rec.tokenizer_family or '?'} ({rec.tokenizer_match})", ""]

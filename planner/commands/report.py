@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
+from ..core.errors import UsageError
 from ..core.fmt import fmt_bytes
+from ..core.units import parse_bytes, parse_tokens
+from ..core.version import __version__
+from ..plan import scenario as C
+from ..plan.policy import Deployment, load_policy
+from ..render import html as R
 from ._common import app, engine_for_machine, split_values
 from ._options import (
     AcceptanceOpt,
@@ -47,11 +55,6 @@ def _cli_scenarios(target: str, *, draft: str | None, machines: list[str], gpu_m
                    batch: int, engine: str, kv_dtype: str | None, weights_dtype: str | None, profile: str | None,
                    acceptance: str | None, k: int | None, max_k: int, temperature: float) -> list[Any]:
     """One Deployment from the flags, judged like a policy entry on each machine."""
-    from ..core.errors import UsageError
-    from ..core.units import parse_bytes, parse_tokens
-    from ..plan import check as C
-    from ..plan.policy import Deployment
-
     if k is not None and k > max_k:
         raise UsageError(f"Cannot use --k {k} with --max-k {max_k}: expected K <= --max-k.")
     gm = parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None
@@ -89,7 +92,7 @@ def report(
     tp: TpOpt = None,
     pp: PpOpt = None,
     utilization: UtilizationOpt = None,
-    context: ContextOpt = "4096",
+    context: ContextOpt = str(DEFAULT_CONTEXT),
     batch: BatchOpt = 1,
     engine: RecEngineOpt = "auto",
     kv_dtype: KvDtypeOpt = None,
@@ -97,7 +100,7 @@ def report(
     profile: ProfileOpt = None,
     acceptance: AcceptanceOpt = None,
     k: KOpt = None,
-    max_k: MaxKOpt = 8,
+    max_k: MaxKOpt = DEFAULT_MAX_K,
     temperature: TemperatureOpt = 0.0,
     config: ConfigOpt = None,
     deployment: DeploymentOpt = None,
@@ -115,14 +118,6 @@ def report(
       planner report llama-3.1-8b --draft llama-3.2-1b --machine auto --profile probe.json --out here.html
       planner report --config planner.toml --out report.html
     """
-    from pathlib import Path
-
-    from .. import __version__
-    from ..core.errors import UsageError
-    from ..plan import check as C
-    from ..plan.policy import load_policy
-    from ..render import html as R
-
     if (target is None) == (config is None):
         raise UsageError("Cannot make a report: give either a TARGET model or --config FILE (expected exactly one).")
     if config is not None:

@@ -47,6 +47,13 @@ def catalog_dir() -> Path:
     return package.parent / "catalogs"
 
 
+# --- defaults every command shares (one definition; the CLI shows them) -------------
+# Tokens per sequence when --context is not given: the common 4k serving default.
+DEFAULT_CONTEXT = 4096
+# Largest K (tokens drafted per round) searched when --max-k is not given: published optima sit at
+# K = 3-6 and the verify curve past 8 rarely pays (docs/speed.md).
+DEFAULT_MAX_K = 8
+
 # --- bounds on untrusted inputs -------------------------------------------------
 # safetensors: same cap as huggingface_hub (SAFETENSORS_MAX_HEADER_LENGTH, 25 MB).
 SAFETENSORS_MAX_HEADER_BYTES = 25_000_000
@@ -70,7 +77,7 @@ HUB_FIRST_READ_BYTES = 100_000
 
 # --- engine facts live in planner/engines/<engine>.py, each with its source ----------
 
-# --- fit: per-device budgets (planner/fits/fit.py, planner/fits/machine.py) ----------
+# --- fit: per-device budgets (planner/fits/budget.py, planner/fits/machine*.py) ----------
 # Apple silicon GPU share of unified memory (Metal recommendedMaxWorkingSetSize) when the
 # machine does not say: 2/3 below 64 GiB, 3/4 from 64 GiB (measured: 16 and 32 GiB -> 2/3,
 # llama-cpp-python #687 and llama.cpp PR #2011; 64 GiB -> ~48 GiB, llama.cpp #1870).
@@ -104,7 +111,7 @@ GGUF_MAX_TENSOR_DIMS = 4  # GGML_MAX_DIMS (ggml/include/ggml.h)
 GGUF_MAX_SPLITS = 1024  # split.count is a u16 in gguf-split; no published model needs more
 
 
-# --- probe (planner/probe, planner/speed/profile.py) -------------------------------
+# --- probe (planner/probe, planner/speed/profile_file.py) -------------------------------
 # Whole-probe time budget, seconds: a CPU probe must finish in about a minute; accelerators
 # get longer because the models probed there are larger (random init of their weights takes time).
 PROBE_BUDGET_S = {"cpu": 60.0, "cuda": 120.0, "mps": 120.0}
@@ -123,7 +130,7 @@ PROBE_WARMUP = 2
 PROFILE_MAX_BYTES = 4 * MiB
 PROBE_IMPORT_MAX_BYTES = 16 * MiB
 PROBE_PROMPTS_MAX_BYTES = 4 * MiB
-# Diagnosis thresholds (planner/speed/profile.py). Verification slope s = (t_v(n)/t_v(1) - 1)/(n - 1):
+# Diagnosis thresholds (planner/speed/diagnosis.py). Verification slope s = (t_v(n)/t_v(1) - 1)/(n - 1):
 # 0 = batch-parallel (flat), 1 = n sequential single-token forwards (the quantised-Metal failure).
 VERIFY_SLOPE_WARN = 0.25
 VERIFY_SLOPE_BAD = 0.5
@@ -147,7 +154,7 @@ PRIOR_CROSS_FAMILY_SOURCE = ("assumed: cross-family pairs need a vocabulary tran
 PRIOR_MIN_HALF_WIDTH = 0.05
 
 
-# --- pairing advice (planner/pairing/pair.py) --------------------------------------
+# --- pairing advice (planner/pairing/advice.py) --------------------------------------
 # Draft size heuristics (DESIGN.md "Family advice"): usual drafts are the 0.5B-3B classes (bounds
 # widened so Qwen2.5-0.5B's 0.49B and Llama-3.2-3B's 3.21B count) and well under a tenth of the
 # target's (active) parameters. Up to a fifth is still common (Llama-3.1-8B + 3.2-1B is 15% and gave

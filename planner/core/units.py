@@ -6,6 +6,7 @@ Decimal units are decimal (GB = 10^9), binary are binary (GiB = 2^30).
 
 from __future__ import annotations
 
+import math
 import re
 
 from .errors import UsageError
@@ -14,6 +15,10 @@ _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgtp]?i?b?)\s*$", re.I)
 _MULT = {"": 1, "b": 1, "k": 10**3, "kb": 10**3, "m": 10**6, "mb": 10**6, "g": 10**9, "gb": 10**9,
          "t": 10**12, "tb": 10**12, "p": 10**15, "pb": 10**15, "ki": 2**10, "kib": 2**10, "mi": 2**20,
          "mib": 2**20, "gi": 2**30, "gib": 2**30, "ti": 2**40, "tib": 2**40, "pi": 2**50, "pib": 2**50}
+
+
+# Sizes beyond an exabyte are no machine's memory: refuse them before float() turns them into inf.
+MAX_BYTES = 2**60
 
 
 def parse_bytes(text: str | int, *, what: str = "size") -> int:
@@ -28,8 +33,10 @@ def parse_bytes(text: str | int, *, what: str = "size") -> int:
         return text
     m = _SIZE.match(str(text))
     if not m or m.group(2).lower() not in _MULT:
-        raise UsageError(f"Cannot use {what} '{text}': expected a size such as 24GiB, 80GB or 512MiB.")
+        raise UsageError(f"Cannot use {what} '{str(text)[:40]}': expected a size such as 24GiB, 80GB or 512MiB.")
     value = float(m.group(1)) * _MULT[m.group(2).lower()]
+    if not math.isfinite(value) or value > MAX_BYTES:  # '1e400GB', hundreds of digits: no machine holds it
+        raise UsageError(f"Cannot use {what} '{str(text)[:40]}': it is larger than any memory ({MAX_BYTES} B).")
     return round(value)
 
 
@@ -38,9 +45,9 @@ def parse_tokens(text: str | int, *, what: str = "context") -> int:
     if isinstance(text, int) and not isinstance(text, bool):
         value = text
     else:
-        m = re.match(r"^\s*([0-9]+)\s*([kKmM]?)\s*$", str(text))
+        m = re.match(r"^\s*([0-9]{1,18})\s*([kKmM]?)\s*$", str(text))  # ASCII digits, at most 18
         if not m:
-            raise UsageError(f"Cannot use {what} '{text}': expected a token count such as 8192 or 8k.")
+            raise UsageError(f"Cannot use {what} '{str(text)[:40]}': expected a token count such as 8192 or 8k.")
         value = int(m.group(1)) * {"": 1, "k": 1024, "m": 1024 * 1024}[m.group(2).lower()]
     if value < 1:
         raise UsageError(f"Cannot use {what} {value}: it must be at least 1.")

@@ -18,6 +18,7 @@ from types import MappingProxyType
 
 from .. import engines
 from ..core import dtypes, quant
+from ..core.constants import DEFAULT_CONTEXT
 from ..core.errors import UsageError
 from ..core.spec import FULL, MLA, NONE, SLIDING, LayerSpec, ModelSpec, TensorInfo
 from ..engines.base import windowed
@@ -29,9 +30,9 @@ KV_DTYPES = ("auto", "f32", "f16", "bf16", "fp8", "q8_0", "q5_1", "q5_0", "q4_1"
 class Settings:
     """How the model will be run. `kv_dtype=None`: the engine's default (model dtype; f16 in llama.cpp)."""
 
-    context: int = 4096
+    context: int = DEFAULT_CONTEXT
     batch: int = 1
-    engine: str = "transformers"
+    engine: str = engines.default_engine(None)  # no machine named: transformers
     kv_dtype: str | None = None
     weights_dtype: str | None = None
     group_size: int = 128
@@ -94,7 +95,7 @@ class Ledger:
 
 # --- KV cache ---------------------------------------------------------------
 
-def kv_format(kv_dtype: str | None, model_dtype: str, engine: str = "transformers") -> str:
+def kv_format(kv_dtype: str | None, model_dtype: str, engine: str = engines.default_engine(None)) -> str:
     """Storage format of the KV cache: explicit, else f16 for llama.cpp, else the model's float dtype."""
     if kv_dtype is None or kv_dtype.lower() == "auto":
         e = engines.get(engine)

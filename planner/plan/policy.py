@@ -30,9 +30,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..core.constants import JSON_MAX_BYTES
-from ..core.errors import ConfigError, PlannerError
+from .. import engines
+from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K, JSON_MAX_BYTES
+from ..core.errors import ConfigError, PlannerError, UsageError
+from ..core.quant import parse_scheme
 from ..core.units import parse_bytes, parse_tokens
+from ..fits.memory import kv_format
+from .recommend import parse_acceptance
+
+# A policy describes a serving deployment: its default engine is the GPU serving default (vLLM).
+SERVING_ENGINE = engines.default_engine("gpu")
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -48,7 +55,6 @@ REQUIRE_KEYS = {"fits": bool, "min_headroom": (str, int), "compatible": (bool, s
                 "min_speedup": (float, int, str), "max_total_memory": (str, int), "speedup_estimate": str}
 ALLOW_FALLBACK = "allow_fallback"
 SPEEDUP_ESTIMATES = ("expected", "pessimistic")
-DEFAULT_MAX_K = 8
 
 
 @dataclass(frozen=True)
@@ -67,8 +73,8 @@ class Deployment:
     name: str
     target: str
     draft: str | None = None
-    engine: str = "vllm"
-    context: int = 4096
+    engine: str = SERVING_ENGINE
+    context: int = DEFAULT_CONTEXT
     batch: int = 1
     kv_dtype: str | None = None
     weights_dtype: str | None = None
@@ -205,7 +211,7 @@ def _deployment(d: dict[str, Any], origin: str, where: str) -> Deployment:
     def size(key: str, value: Any) -> int:
         try:
             return parse_bytes(value, what=key)
-        except Exception as e:
+        except UsageError as e:
             raise ConfigError(f"Cannot use policy '{origin}': {where} {key}: {e}", origin, key=key) from e
 
     ms = req.get("min_speedup")
@@ -237,8 +243,8 @@ def _deployment(d: dict[str, Any], origin: str, where: str) -> Deployment:
         raise ConfigError(f"Cannot use policy '{origin}': {where} names no machine (set machine, machines, or "
                           f"gpu_memory with gpus).", origin, key="machine")
     try:
-        context = parse_tokens(d.get("context", 4096))
-    except Exception as e:
+        context = parse_tokens(d.get("context", DEFAULT_CONTEXT))
+    except UsageError as e:
         raise ConfigError(f"Cannot use policy '{origin}': {where} context: {e}", origin, key="context") from e
     compatible = req.get("compatible", True)
     if isinstance(compatible, str) and compatible != ALLOW_FALLBACK:
@@ -252,7 +258,7 @@ def _deployment(d: dict[str, Any], origin: str, where: str) -> Deployment:
     if "k" in d and "max_k" in d and d["k"] > d["max_k"]:
         raise ConfigError(f"Cannot use policy '{origin}': {where} k = {d['k']} is above max_k = {d['max_k']} "
                           f"(expected k <= max_k).", origin, key="k")
-    engine = _checked(origin, where, "engine", lambda: _engine(d.get("engine", "vllm")))
+    engine = _checked(origin, where, "engine", lambda: _engine(d.get("engine", SERVING_ENGINE)))
     for key, check in (("kv_dtype", lambda v: _kv(v, engine)), ("weights_dtype", _weights),
                        ("acceptance", _acceptance)):
         if key in d:
@@ -281,28 +287,20 @@ def _checked(origin: str, where: str, key: str, fn: Any) -> Any:
 
 
 def _engine(name: str) -> str:
-    from .. import engines
-
     return engines.canonical(name)
 
 
 def _kv(value: str, engine: str) -> None:
-    from ..fits.memory import kv_format
-
     if value.strip().lower() != "auto":
         kv_format(value, "BF16", engine)
 
 
 def _weights(value: str) -> None:
-    from ..core.quant import parse_scheme
-
     parse_scheme(value)
 
 
 def _acceptance(value: Any) -> None:
     if isinstance(value, str):
-        from .recommend import parse_acceptance
-
         parse_acceptance(value)
 
 

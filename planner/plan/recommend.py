@@ -18,13 +18,14 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import engines
-from ..core.constants import CPU_MATMUL_EFFICIENCY
+from ..core.constants import CPU_MATMUL_EFFICIENCY, DEFAULT_MAX_K
 from ..core.errors import MachineError, PlannerError, UsageError
 from ..core.spec import ModelSpec
 from ..drafting import Compatibility, DraftingMethod, DraftModel
 from ..fits import fit
 from ..fits.machine import Machine
 from ..fits.memory import Settings
+from ..sources import catalog, load_spec
 from ..speed import acceptance as acc
 from ..speed import model as speed
 from ..speed import roofline
@@ -33,7 +34,6 @@ from ..speed.model import Costs
 # Per engine (engines/*.py): the KV cache types worth trying, unquantised first (Engine.kv_options: quantised
 # KV is not lossless), its own pairing verdict, and whether a refusal has a heterogeneous-vocabulary
 # fallback (Engine.heterogeneous_fallback: vLLM TLI, transformers UAG).
-DEFAULT_K_MAX = 8
 # A draft larger than this share of the target's weights is not a candidate by default.
 MAX_DRAFT_SHARE = 0.5
 # Quantised KV must beat unquantised by this factor to be preferred (its accuracy cost is real).
@@ -96,8 +96,6 @@ def tokenizer_family(spec: ModelSpec) -> tuple[str | None, str]:
     against the catalog's tokenizer facts: token count (or config vocab_size), bos/eos ids,
     model_type and name; the match with the most agreeing facts wins.
     """
-    from ..sources import catalog
-
     fp = spec.tokenizer
     if fp is not None and fp.family:
         return fp.family, f"catalog tokenizer facts ({spec.id})"
@@ -135,8 +133,6 @@ def tokenizer_family(spec: ModelSpec) -> tuple[str | None, str]:
 
 def catalog_candidates(target: ModelSpec, family: str | None) -> list[DraftingMethod]:
     """Catalog models sharing the target's tokenizer family and much smaller than it."""
-    from ..sources import catalog, load_spec
-
     if family is None:
         return []
     out = []
@@ -243,7 +239,7 @@ def rank(options: Sequence[Option]) -> list[Option]:
 def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: str, context: int, batch: int = 1,
               layout: fit.Layout | None = None, candidates: Sequence[DraftingMethod] | None = None,
               costs_for: Any = None, given_acceptance: acc.Acceptance | None = None,
-              measured_acceptance: dict[str, acc.Acceptance] | None = None, k_max: int = DEFAULT_K_MAX,
+              measured_acceptance: dict[str, acc.Acceptance] | None = None, k_max: int = DEFAULT_MAX_K,
               kv_dtypes: Sequence[str] | None = None, utilization: float | None = None,
               temperature: float = 0.0, weights_dtype: str | None = None) -> Recommendation:
     """Rank candidate drafts x KV dtype on `machine` and pick one, or none.

@@ -4,7 +4,7 @@ The only package that imports torch, and only inside functions: `import planner.
 Layout: synthetic.py (model stacks with a spec's shapes), timing.py (warm-up, sync, median,
 deadline), runner.py (the budgeted probe), real.py (transformers on local safetensors weights),
 acceptance.py (teacher-forced acceptance), importers.py (llama-bench / batched-bench / CSV,
-torch-free). The resulting profile format and its diagnosis live in planner/speed/profile.py.
+torch-free). The resulting profile format and its diagnosis live in planner/speed/profile.py, profile_file.py and diagnosis.py.
 """
 
 from __future__ import annotations

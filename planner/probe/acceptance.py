@@ -27,7 +27,9 @@ from typing import Any
 
 from ..core import constants, jsonio
 from ..core.errors import ConfigError, IncompatiblePair
-from ..speed.profile import Acceptance, read_bounded
+from ..speed.profile import Acceptance
+from ..speed.profile_file import read_bounded
+from .real import model_forward, new_cache
 
 MAX_PROMPTS = 1000
 MAX_PROMPT_CHARS = 20_000
@@ -158,7 +160,6 @@ def continuation(model: Any, ids: Any, n: int, *, temperature: float, gen: Any, 
     """The target's own continuation of ids: greedy at temperature 0, else sampled at it."""
     import torch
 
-    from .real import model_forward, new_cache
 
     cache = new_cache(model)
     logits = model_forward(model, ids, cache, last_only=True)[-1]
@@ -201,7 +202,6 @@ def measure_acceptance(target: Any, draft: Any, tokenizer: Any, prompts: Sequenc
     """
     import torch
 
-    from .real import model_forward
 
     gen = torch.Generator(device="cpu")
     gen.manual_seed(seed)

@@ -31,7 +31,9 @@ from typing import Any
 
 from ..core import constants, jsonio
 from ..core.errors import ProfileError
-from ..speed.profile import ModelCurve, Profile, diagnose, read_bounded
+from ..speed.diagnosis import diagnose
+from ..speed.profile import ModelCurve, Profile
+from ..speed.profile_file import read_bounded
 
 MAX_N = 65  # K <= 64: longer prompt tests (pp512) are prefill, not verification
 MAX_ROWS = 100_000

@@ -34,8 +34,12 @@ from typing import Any
 
 from ..core.errors import LlamaCppUnavailable, UsageError
 from ..core.spec import ModelSpec
+from ..engines import llamacpp as llamacpp_engine
 from ..fits.memory import Settings, activations, kv_cache
-from ..speed.profile import ModelCurve, Profile, diagnose
+from ..sources import load_spec
+from ..speed.diagnosis import diagnose
+from ..speed.profile import ModelCurve, Profile
+from .device import available_bytes, budget_for, device_name, library_versions, now
 from .timing import Deadline, measure_round_robin
 
 Progress = Callable[[str, float], None]
@@ -270,7 +274,7 @@ def time_model(path: str, *, points: int, all_logits: bool, st: Any, gpu: bool, 
 
 
 def _need_bytes(spec: ModelSpec, context: int) -> int:
-    s = Settings(context=context, engine="llama.cpp")
+    s = Settings(context=context, engine=llamacpp_engine.NAME)
     return spec.weights.resident_bytes + kv_cache(spec, s, context)[0] + activations(spec, s, context)
 
 
@@ -278,7 +282,6 @@ def _check_memory(specs: Sequence[ModelSpec], context: int, st: Any, gpu: bool) 
     """Host memory check before loading (GPU memory is left to llama.cpp's own allocation error)."""
     if gpu:
         return
-    from .device import available_bytes
 
     avail = st.memory_bytes if st.memory_bytes is not None else available_bytes("cpu")
     for spec in specs:
@@ -334,8 +337,6 @@ def run_llamacpp(target_path: str, target: ModelSpec, draft_path: str | None, dr
         UsageError: not GGUF files, a GPU device without a GPU build, not enough memory, or a prefill
             that does not fit the budget.
     """
-    from .device import budget_for, device_name, library_versions, now
-
     L = require_llama_cpp()
     for p in (target_path, draft_path):
         if p is not None and not (Path(p).is_file() and str(p).endswith(".gguf")):
@@ -390,8 +391,6 @@ def probe_gguf(target: str, draft: str | None, *, revision: str | None, st: Any,
     Raises:
         LlamaCppUnavailable, UsageError (see run_llamacpp), SourceError (unreadable GGUF header).
     """
-    from ..sources import load_spec
-
     require_llama_cpp()
     tspec = load_spec(target, revision=revision)
     dspec = load_spec(draft) if draft else None

@@ -18,7 +18,8 @@ from typing import Any
 
 from ..core.errors import UsageError
 from ..core.spec import ModelSpec
-from ..speed.profile import Acceptance, ModelCurve, Profile, diagnose
+from ..speed.diagnosis import diagnose
+from ..speed.profile import Acceptance, ModelCurve, Profile
 from . import require_torch
 from .acceptance import measure_acceptance
 from .curves import probe_model, time_rollback, time_stacks
@@ -132,7 +133,7 @@ def _oom_guarded(run: Callable[[], Profile], st: ProbeSettings) -> Profile:
     """
     try:
         return run()
-    except BaseException as e:
+    except (RuntimeError, MemoryError) as e:  # torch.OutOfMemoryError is a RuntimeError
         if not is_out_of_memory(e):
             raise
         reason = (str(e).strip().split("\n", 1)[0] or type(e).__name__)[:160]

@@ -28,8 +28,8 @@ class ProbeSettings:
 
     device: str = "auto"
     dtype: str | None = None
-    max_k: int = 8
-    context: int = 4096
+    max_k: int = constants.DEFAULT_MAX_K
+    context: int = constants.DEFAULT_CONTEXT
     budget_s: float | None = None
     repeats: int = constants.PROBE_REPEATS
     warmup: int = constants.PROBE_WARMUP

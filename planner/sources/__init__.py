@@ -14,6 +14,7 @@ from ..core.spec import ModelSpec, TensorInfo, WeightInventory
 from .arch import derive
 from .arch.base import ArchSpec, Tensors, token_ids, vision_tower
 from .config import normalise
+from .gguf import spec_from_gguf
 from .located import INSTRUCT_NAME, Located
 from .resolve import locate
 from .tensors import active_params, inventory_from_header, routed_expert_params
@@ -45,8 +46,6 @@ def load_spec(ref: str, *, revision: str | None = None) -> ModelSpec:
 def spec_from_located(loc: Located) -> ModelSpec:
     """Interpret located files: arch shapes + weight inventory + provenance."""
     if loc.gguf is not None:
-        from .gguf import spec_from_gguf
-
         return spec_from_gguf(loc)
     text, vision, wrapper = normalise(loc.config, loc.config_origin)
     arch, arch_name, warnings = derive(text, origin=loc.config_origin)

@@ -53,7 +53,7 @@ def cached_snapshot(repo_id: str, revision: str | None = None) -> Path | None:
 
     try:
         hit = try_to_load_from_cache(repo_id, "config.json", revision=revision)
-    except Exception:  # invalid repo id for the cache layout, unreadable cache: not cached
+    except (ValueError, OSError):  # invalid repo id for the cache layout (HFValidationError), unreadable cache
         return None
     return Path(hit).parent if isinstance(hit, str) else None
 

@@ -14,6 +14,7 @@ from ..core.constants import is_offline
 from ..core.errors import ConfigError, HeaderError, ModelNotFound, OfflineError
 from ..core.jsonio import read_json_object
 from . import catalog, hub
+from .gguf import locate_gguf
 from .located import Located
 from .safetensors import read_dir_tensors, read_index
 
@@ -35,8 +36,6 @@ def locate(ref: str, *, revision: str | None = None) -> Located:
         return _from_dir(p, ref, source="local")
     if p.is_file():
         if p.suffix == ".gguf":
-            from .gguf import locate_gguf
-
             return locate_gguf(p, ref)
         if p.name == "config.json":
             return _from_dir(p.parent, ref, source="local")

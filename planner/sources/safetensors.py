@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core import dtypes
 from ..core.constants import MAX_SHARDS, SAFETENSORS_MAX_HEADER_BYTES
-from ..core.errors import HeaderError
+from ..core.errors import ConfigError, HeaderError, PlannerError
 from ..core.jsonio import parse_json, read_json_object
 
 RawTensor = tuple[str, str, tuple[int, ...]]  # name, dtype, shape
@@ -36,7 +36,7 @@ def parse_header(data: bytes, origin: str, *, data_size: int | None = None) -> l
     """
     try:
         obj = parse_json(data, origin)
-    except Exception as e:  # ConfigError -> HeaderError: this is a weights file
+    except ConfigError as e:  # ConfigError -> HeaderError: this is a weights file
         raise HeaderError(f"Cannot parse safetensors header of '{origin}': {e}", origin) from e
     if not isinstance(obj, dict):
         raise HeaderError(f"Cannot parse safetensors header of '{origin}': expected a JSON object.", origin)
@@ -144,7 +144,7 @@ def read_index(path: str | Path) -> dict[str, str]:
     p = Path(path)
     try:
         obj = read_json_object(p, what="safetensors index")
-    except Exception as e:
+    except PlannerError as e:
         raise HeaderError(str(e), p) from e
     wmap = obj.get("weight_map")
     if not isinstance(wmap, dict) or not wmap:

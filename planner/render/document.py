@@ -1,0 +1,58 @@
+"""The report's document model: cells, blocks, plots and the section of one deployment on one machine.
+
+Why a small document model: HTML and Markdown must hold the same tables, so each section is
+built once as blocks (heading, paragraph, list, table, figure, preformatted) and rendered
+twice (render/html.py, render/markdown.py). Cells keep their exact integers (bytes) beside the
+text people read, so the HTML can be checked by a parser (`data-bytes`) and nothing is lost to
+rounding.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..fits.verdict import FitResult
+from ..plan import recommend as plan
+from ..plan.assess import Assessment
+from ..plan.check import Result
+
+
+@dataclass(frozen=True)
+class Cell:
+    text: str
+    exact: int | None = None  # bytes, shown beside the text and kept in data-bytes
+
+
+@dataclass(frozen=True)
+class Block:
+    kind: str  # h3 | p | list | table | figure | pre
+    text: str = ""
+    items: tuple[str, ...] = ()
+    headers: tuple[str, ...] = ()
+    rows: tuple[tuple[Cell, ...], ...] = ()
+    figure: str = ""  # figure name (key into the section's figures)
+
+
+@dataclass(frozen=True)
+class Plot:
+    name: str  # ledger | verify | speedup
+    title: str
+    svg: bytes
+
+
+@dataclass(frozen=True)
+class Section:
+    """One deployment on one machine, ready to render."""
+
+    anchor: str
+    title: str
+    assessment: Assessment  # the draft shown: given, else the recommended one
+    draft_origin: str  # given | recommended | best candidate, not recommended | none
+    fit: FitResult | None
+    recommendation: plan.Recommendation | None
+    recommendation_error: str | None
+    verify_s: tuple[float, ...]
+    verify_source: str | None
+    results: tuple[Result, ...] = ()
+    blocks: tuple[Block, ...] = ()
+    plots: tuple[Plot, ...] = field(default=())

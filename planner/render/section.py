@@ -1,0 +1,111 @@
+"""Gathering the facts of one report section: a deployment on one machine, assessed and recommended.
+
+Why its own module: a section shows what `planner check` would judge (the same assessment and
+requirement results) plus what `planner recommend` would pick, and (no draft given) the
+recommended draft assessed in its place; the verify curve comes from the assessment's costs,
+the profile or the machine's roofline, always labelled. Blocks and plots are laid out later
+(render/blocks.py, render/plots.py) from the `Section` built here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from pathlib import Path
+
+from ..core.errors import ConfigError, MachineError, UsageError
+from ..drafting import DraftModel
+from ..fits import fit, verdict
+from ..plan import recommend as plan
+from ..plan.assess import Assessment, assess, costs_for, measured_acceptance
+from ..plan.check import MIN_SPEEDUP, SKIP, Result
+from ..plan.check import judge as judge_results
+from ..plan.scenario import Scenario
+from ..sources import load_spec
+from ..speed import roofline
+from .document import Section
+
+
+def _launch_ref(sc: Scenario) -> str:
+    return sc.target_ref if Path(sc.target_ref).expanduser().exists() else sc.target.id
+
+
+def recommend_for(sc: Scenario) -> tuple[plan.Recommendation | None, str | None]:
+    """plan.recommend over the scenario's draft (else the catalog's candidates), with its costs."""
+    d = sc.deployment
+    try:
+        cost_fn, k_top = costs_for(sc)
+        cands = [sc.method] if sc.method else None
+        measured = measured_acceptance(sc.profile, sc.method) if sc.method else None
+        rec = plan.recommend(sc.target, _launch_ref(sc), sc.machine, engine=sc.settings.engine,
+                             context=sc.settings.context, batch=sc.settings.batch, layout=sc.layout,
+                             candidates=cands, costs_for=cost_fn, given_acceptance=sc.given_acceptance,
+                             measured_acceptance={sc.method.label: measured} if measured else None, k_max=k_top,
+                             kv_dtypes=[d.kv_dtype] if d.kv_dtype else None, utilization=d.utilization,
+                             temperature=d.temperature)
+    except (MachineError, UsageError) as e:
+        return None, str(e)
+    return rec, None
+
+
+def _with_draft(sc: Scenario, ref: str) -> Scenario:
+    d = replace(sc.deployment, draft=ref)
+    spec = load_spec(ref)
+    k_rows = d.k or d.max_k
+    return replace(sc, deployment=d, method=DraftModel(spec, ref), settings=replace(sc.settings, spec_tokens=k_rows))
+
+
+def target_curve(sc: Scenario, a: Assessment) -> tuple[tuple[float, ...], str | None]:
+    """t_v(1..K+1): the assessment's costs, else the profile's target, else the roofline; () if none."""
+    if a.speed is not None:
+        return tuple(a.speed.costs.verify_s), a.speed.costs.source
+    d, m = sc.deployment, sc.machine
+    if sc.profile is not None:
+        return tuple(sc.profile.target.verify_s), "profile (measured)"
+    if m.bandwidth_bytes_per_s:
+        roof = plan.roofline_machine(m, sc.layout)
+        return (roofline.verify_curve(sc.target, roof, context=sc.settings.context, n_max=(d.k or d.max_k) + 1,
+                                      settings=sc.settings), f"roofline ({roof.name})")
+    return (), None
+
+
+def build_section(sc: Scenario, index: int, *, judge: bool = True) -> Section:
+    """Assess the scenario as check does, recommend, and (no draft given) show the recommended draft.
+
+    `judge`: list the policy's requirement results (a policy report; not for command-line reports).
+
+    Raises:
+        PlannerError: a model or profile that cannot be read.
+    """
+    original = assess(sc, need_speed=True)
+    try:
+        results = tuple(judge_results(original)) if judge else ()
+    except ConfigError as e:  # min_speedup cannot be predicted: the report still renders, saying why
+        results = (*_judge_without_speed(original),
+                   Result(sc.deployment.name, sc.label, MIN_SPEEDUP, SKIP, None,
+                          sc.deployment.require.min_speedup, str(e)))
+    rec, rec_error = recommend_for(sc)
+    shown, origin = original, "given" if sc.method is not None else "none"
+    if sc.method is None and rec is not None:
+        # the recommended draft; when plain decoding wins, the best candidate that fits and pairs (to show why)
+        pick, origin_if = rec.choice, "recommended"
+        if not pick.draft:
+            pick = next((o for o in rec.plans if o.usable), None)
+            origin_if = "best candidate, not recommended"
+        if pick is not None and pick.draft_ref:
+            shown, origin = assess(_with_draft(sc, pick.draft_ref), need_speed=True), origin_if
+    fr = None
+    if shown.layout_error is None:
+        s = shown.scenario
+        fr = verdict.fit(fit.Problem(s.target, s.machine, s.settings, s.layout, draft=s.draft,
+                                     utilization=s.deployment.utilization))
+    verify, vsrc = target_curve(shown.scenario, shown)
+    title = f"{sc.deployment.name} on {sc.label}"
+    return Section(anchor=f"s{index}", title=title, assessment=shown, draft_origin=origin, fit=fr,
+                   recommendation=rec, recommendation_error=rec_error, verify_s=verify, verify_source=vsrc,
+                   results=results)
+
+
+def _judge_without_speed(a: Assessment) -> list[Result]:
+    d = a.scenario.deployment
+    no_speed = replace(a.scenario, deployment=replace(d, require=replace(d.require, min_speedup=None)))
+    return judge_results(replace(a, scenario=no_speed))
