@@ -1,5 +1,6 @@
-"""`python -m planner` runs the CLI."""
+"""`python -m planner` runs the CLI (`python -m planner --version` prints `spec-planner <version>`)."""
 
 from .cli import main
 
-main()
+if __name__ == "__main__":
+    main()

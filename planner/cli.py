@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import importlib
 import sys
+from typing import Annotated
 
 import typer
 import typer.main
@@ -22,6 +23,7 @@ import typer.main
 from .commands._common import app
 from .core.constants import is_debug
 from .core.errors import PlannerError
+from .core.version import __version__
 
 __all__ = ["app", "main"]
 
@@ -46,8 +48,9 @@ def _click_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[Bas
 def _modules_for(argv: list[str]) -> tuple[str, ...]:
     """The command modules a run needs: the one its command names, else all of them.
 
-    The command is the first argument: the root's only option is --help, and `planner --help memory`
-    (like no command, or an unknown one) prints the root help or error, which lists every command.
+    The command is the first argument: the root's options are --help and --version (main() answers
+    `planner --version` before this), and `planner --help memory` (like no command, or an unknown
+    one) prints the root help or error, which lists every command.
     """
     first = argv[0] if argv else None
     return (first,) if first in COMMAND_MODULES else COMMAND_MODULES
@@ -66,10 +69,32 @@ def _register(names: tuple[str, ...] = COMMAND_MODULES) -> None:
     app.registered_commands.sort(key=rank)
 
 
+def _version_line() -> str:
+    """What `--version` prints: the distribution name and planner/core/version.py's version."""
+    return f"spec-planner {__version__}"
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(_version_line())
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                 help="Print 'spec-planner <version>' and exit.")] = False) -> None:
+    # The root's only option besides --help (listed in root help); main() answers a leading --version
+    # before importing any command module, this callback answers it anywhere else on the root.
+    pass
+
+
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point: maps PlannerError to one stderr line and exit 2."""
+    """Console entry point (`planner`, `spec-planner`): maps PlannerError to one stderr line and exit 2."""
     usage_errors, aborts = _click_exceptions()
     args = sys.argv[1:] if argv is None else list(argv)
+    if args[:1] == ["--version"]:  # answered before any command module is imported
+        typer.echo(_version_line())
+        sys.exit(0)
     _register(_modules_for(args))
     # Always a group: with one command module imported, typer would otherwise run that command as the root.
     command = typer.main.get_group(app)

@@ -85,7 +85,7 @@ def test_fitting_policy_exits_0_with_exact_headroom(tmp_path, capsys):
     assert data["counts"] == {"pass": 5, "fail": 0, "skip": 0}
     dep = data["deployments"][0]
     assert dep["machine"] == "h100-sxm" and dep["engine"] == "vllm" and dep["context"] == 8192
-    assert dep["speed"]["costs_source"] == "roofline (h100-sxm)" and dep["speed"]["speedup"] >= 1.0
+    assert dep["speed"]["costs_source"].startswith("roofline (h100-sxm)") and dep["speed"]["speedup"] >= 1.0
 
 
 def test_one_byte_past_the_bounds_fails_exit_1(tmp_path, capsys):
@@ -192,7 +192,7 @@ def test_profile_table_per_machine_and_best_k(tmp_path):
     h100 = by_machine["h100-sxm"]
     assert h100.costs.source == "profile (measured)" and h100.k == best and not h100.fixed_k
     assert h100.speedup == pytest.approx(speedup_by_hand(0.75, best, verify, t_d, t_o))
-    assert by_machine["a100-80gb"].costs.source == "roofline (a100-80gb)"
+    assert by_machine["a100-80gb"].costs.source.startswith("roofline (a100-80gb)")
 
 
 def test_no_draft_skips_speed_and_layout_too_big_fails(tmp_path, capsys):

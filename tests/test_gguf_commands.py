@@ -114,7 +114,8 @@ def test_recommend_gguf_pair_gives_llama_server_flags(tiny_pair, capsys):
     for p in data["plans"]:
         argv = shlex.split(p["launch"]["command"])
         assert argv[:3] == ["llama-server", "-m", t] and argv[argv.index("-md") + 1] == d
-        assert argv[argv.index("-cd") + 1] == "4096" and argv[argv.index("--draft-max") + 1] == str(p["k"])
+        assert "-cd" not in argv and argv[argv.index("--spec-draft-n-max") + 1] == str(p["k"])
+        assert argv[argv.index("--spec-type") + 1] == "draft-simple"
 
 
 def test_recommend_gguf_target_takes_gguf_candidates_only(tiny_pair, capsys):

@@ -112,12 +112,41 @@ def test_launch_flags_for_parallel_slots_and_draft_context():
     x = engines.LaunchInput(target="t.gguf", draft="d.gguf", k=4, context=4096, batch=4, draft_context=2048,
                             kv_dtype="q8_0")
     out = engines.launch("llama.cpp", x)
-    for cmd in (out["command"], out["command_2026"]):
-        assert cmd.startswith("llama-server -m t.gguf -c 16384 -ngl 99 -np 4 --kv-unified -ctk q8_0 -ctv q8_0")
-        assert " -md d.gguf -ngld 99 -cd 2048 -ctkd q8_0 -ctvd q8_0" in cmd
-    assert "--draft-max 4" in out["command"] and "--spec-draft-n-max 4" in out["command_2026"]
+    assert set(out) == {"command", "note"}  # one command: the pre-2026 spelling is gone
+    cmd = out["command"]
+    assert cmd.startswith("llama-server -m t.gguf -c 16384 -ngl 99 -np 4 --kv-unified -ctk q8_0 -ctv q8_0")
+    assert " -md d.gguf -ngld 99 -ctkd q8_0 -ctvd q8_0 --spec-type draft-simple --spec-draft-n-max 4 " \
+           "--spec-draft-n-min 0 --spec-draft-p-min 0.0" in cmd
+    assert " -cd " not in cmd and "--draft-max" not in cmd and "--draft-min" not in cmd
+    # current builds give the draft the target's context: the ledger's 2048 cannot be asked for
+    assert "size the draft from the target's context" in out["note"] and "2048" in out["note"]
     one = engines.launch("llama.cpp", engines.LaunchInput(target="t.gguf", draft=None, k=1, context=4096))
     assert one == {"command": "llama-server -m t.gguf -c 4096 -ngl 99"}  # one slot: no -np
+
+
+def test_launch_model_refs_gguf_repo_and_safetensors_placeholder():
+    def cmd(target, draft=None, quant=None):
+        return engines.launch("llama.cpp", engines.LaunchInput(target=target, draft=draft, k=3, context=4096,
+                                                               weights_quant=quant))
+    # a GGUF repo: -hf repo:QUANT, the quant the ledger sized (planner spelling q4_k -> file tag Q4_K_M)
+    out = cmd("bartowski/Llama-3.2-3B-Instruct-GGUF", "bartowski/Llama-3.2-1B-Instruct-GGUF", "q4_k")
+    assert out == {"command": "llama-server -hf bartowski/Llama-3.2-3B-Instruct-GGUF:Q4_K_M -c 4096 -ngl 99 "
+                              "-hfd bartowski/Llama-3.2-1B-Instruct-GGUF:Q4_K_M -ngld 99 --spec-type draft-simple "
+                              "--spec-draft-n-max 3 --spec-draft-n-min 0 --spec-draft-p-min 0.0"}
+    # the caller names the quant: that repo is taken as a GGUF repo, with the quant given
+    assert cmd("unsloth/Qwen3-8B:Q8_0")["command"].startswith("llama-server -hf unsloth/Qwen3-8B:Q8_0 ")
+    # a safetensors repo: never -hf; a placeholder .gguf path sized as the ledger did, and a note
+    out = cmd("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen2.5-0.5B-Instruct")
+    assert out["command"].startswith("llama-server -m Qwen2.5-7B-Instruct-F16.gguf -c 4096 -ngl 99 "
+                                     "-md Qwen2.5-0.5B-Instruct-F16.gguf -ngld 99 --spec-type draft-simple")
+    assert "-hf" not in out["command"]
+    assert out["note"].count("convert or download a GGUF: llama.cpp does not run safetensors repos") == 2
+    assert cmd("Qwen/Qwen2.5-7B-Instruct", quant="Q4_K_M")["command"].startswith(
+        "llama-server -m Qwen2.5-7B-Instruct-Q4_K_M.gguf ")
+    # a KV type llama.cpp has no cache type for is left out, and said so
+    fp8 = engines.launch("llama.cpp", engines.LaunchInput(target="t.gguf", draft="d.gguf", k=2, context=512,
+                                                          kv_dtype="fp8"))
+    assert "-ctk" not in fp8["command"] and "not a llama.cpp cache type" in fp8["note"]
 
 
 def test_cli_parallel_and_draft_context(capsys):

@@ -89,8 +89,9 @@ def test_prior_for_exact_pair_comes_from_catalog(pairs):
     acc = prior_for("llama3", "llama3", pairs=pairs)
     assert acc.source.startswith("catalog: 1 published llama3 + llama3")
     assert "llama.cpp/issues/5877" in acc.source
-    assert acc.low == pytest.approx(acc.alpha - PRIOR_MIN_HALF_WIDTH)
-    assert acc.high == pytest.approx(acc.alpha + PRIOR_MIN_HALF_WIDTH)
+    # one measurement: three times the minimum half-width on each side (capped at 1.0)
+    assert acc.low == pytest.approx(acc.alpha - 3 * PRIOR_MIN_HALF_WIDTH)
+    assert acc.high == pytest.approx(min(1.0, acc.alpha + 3 * PRIOR_MIN_HALF_WIDTH))
     qwen = prior_for("qwen2.5", "qwen2.5", pairs=pairs)
     alphas = sorted(entry_acceptance(p).alpha for p in pairs if p.target_family == "qwen2.5"
                     and p.acceptance_value is not None)
@@ -165,3 +166,11 @@ def test_unconvertible_value_names_the_entry(tmp_path):
     (entry,) = load_pairs(tmp_path)
     with pytest.raises(ConfigError, match="too-big"):
         entry_acceptance(entry)
+
+
+def test_fine_tunes_share_their_base_lineage(pairs):
+    """Qwen2.5-Coder keeps the Qwen2.5 tokenizer: a Qwen2.5 draft gets the same-family prior, not cross-family."""
+    coder = prior_for("qwen2.5-coder", "qwen2.5", pairs=pairs)
+    base = prior_for("qwen2.5", "qwen2.5", pairs=pairs)
+    assert (coder.alpha, coder.low, coder.high) == (base.alpha, base.low, base.high)
+    assert not coder.given.startswith("assumed default (cross-family")

@@ -23,7 +23,8 @@ from planner.speed.roofline import (
     weight_bytes_read,
 )
 
-GPU_1TB = Roof(bandwidth_bytes_per_s=1e12, peak_flops={"bf16": 1e15, "fp8": 2e15}, name="1 TB/s GPU")
+# kind "bare": a machine kind no engine has kernel curves for, so these tests see the roofline alone
+GPU_1TB = Roof(bandwidth_bytes_per_s=1e12, peak_flops={"bf16": 1e15, "fp8": 2e15}, name="1 TB/s GPU", kind="bare")
 
 # Llama-3.1-8B (reference README): 16,060,522,496 B resident bf16, 131,072 KV B/token,
 # embedding 128256 x 4096 x 2 B = 1,050,673,152 B (untied: a gather of n rows), 32 layers x 32 q heads x 128.
@@ -104,7 +105,7 @@ def test_moe_reads_only_touched_experts():
 def test_dense_verification_is_nearly_flat_until_compute_bound(llama8b):
     curve = verify_curve(llama8b, GPU_1TB, context=1024, n_max=9, overhead_s=0.0)
     assert curve[8] / curve[0] < 1.01  # memory-bound: 9 tokens read the same weights
-    slow = Roof(1e12, {"bf16": 2e13})
+    slow = Roof(1e12, {"bf16": 2e13}, kind="bare")
     big = forward_cost(llama8b, slow, n=512, context=1024, overhead_s=0.0)
     assert big.bound == "compute" and big.seconds == pytest.approx(big.flops / 2e13)
 
@@ -143,3 +144,54 @@ def test_roofline_feeds_predict(llama8b):
     assert p.verdict == "faster" and 1 <= p.k_best <= 8
     # vLLM's 2 ms per-forward overhead on a 2.5 GB draft makes the draft cost ~0.2 target steps
     assert 0.15 < p.draft_ratio < 0.3
+
+
+def test_quantised_small_batch_kernels_scale_the_weight_read(llama8b):
+    """llama.cpp CUDA Q4_0: mul_mat_vec_q redoes the dequantising dot product per token up to n = 8
+    (published t_v(8)/t_v(1) = 2.173, RTX 3090, PR #15802): the weight-read time is scaled by it."""
+    gpu = Roof(bandwidth_bytes_per_s=1e12, peak_flops={"bf16": 1e15}, name="gpu", kind="gpu")
+    s = Settings(context=1024, engine="llama.cpp", weights_dtype="q4_0")
+    one = forward_cost(llama8b, gpu, n=1, context=1024, settings=s, overhead_s=0.0)
+    eight = forward_cost(llama8b, gpu, n=8, context=1024, settings=s, overhead_s=0.0)
+    w8, kv8 = weight_bytes_read(llama8b, s, 8), kv_bytes_moved(llama8b, s, 1024, 8)
+    assert eight.memory_s == pytest.approx((w8 * 2.173 + kv8) / 1e12)
+    assert one.memory_s == pytest.approx((weight_bytes_read(llama8b, s, 1) + kv_bytes_moved(llama8b, s, 1024, 1)) / 1e12)
+    # 5 tokens interpolate between the measured 4 (1.322) and 6 (1.757) points: 1.507 is itself measured
+    five = forward_cost(llama8b, gpu, n=5, context=1024, settings=s, overhead_s=0.0)
+    w5, kv5 = weight_bytes_read(llama8b, s, 5), kv_bytes_moved(llama8b, s, 1024, 5)
+    assert five.memory_s == pytest.approx((w5 * 1.507 + kv5) / 1e12) and five.kernel_basis == "measured"
+    # past the MMVQ switch (n >= 9, MMQ) the source names a matrix kernel: the last level is held
+    nine = forward_cost(llama8b, gpu, n=9, context=1024, settings=s, overhead_s=0.0)
+    w9, kv9 = weight_bytes_read(llama8b, s, 9), kv_bytes_moved(llama8b, s, 1024, 9)
+    assert nine.memory_s == pytest.approx((w9 * 2.173 + kv9) / 1e12)
+
+
+def test_float_weights_on_a_backend_without_curves_stay_flat(llama8b):
+    gpu = Roof(bandwidth_bytes_per_s=1e12, peak_flops={"bf16": 1e15}, name="gpu", kind="gpu")
+    s = Settings(context=1024, engine="llama.cpp", weights_dtype="int4")  # GPTQ int4: no llama.cpp kernel curve
+    c = forward_cost(llama8b, gpu, n=8, context=1024, settings=s, overhead_s=0.0)
+    assert c.kernel_basis == "none" and c.seconds_low == c.seconds == c.seconds_high
+
+
+@pytest.mark.parametrize("batch", [4, 256])
+def test_a_batch_reads_the_weights_once_and_every_sequences_cache(llama8b, batch):
+    """B sequences of n tokens: weights once (n x B rows of an untied embedding gathered), B caches, B x FLOPs."""
+    s = Settings(context=512, engine="vllm", kv_dtype="fp8", batch=batch)
+    c = forward_cost(llama8b, GPU_1TB, n=3, context=512, settings=s, overhead_s=0.0)
+    w = weight_bytes_read(llama8b, s, 3 * batch)
+    kv = batch * kv_bytes_moved(llama8b, s, 512, 3)
+    flops = batch * forward_flops(llama8b, 512, 3)
+    assert (c.weight_bytes, c.kv_bytes, c.flops) == (w, kv, flops)
+    # fp8 KV: 32 layers x 8 heads x 128 x (K + V) x 1 B = 65,536 B per token; 515 tokens held per sequence
+    assert kv == batch * (65_536 * 512 + 65_536 * 3)
+    assert c.seconds == pytest.approx(max((w + kv) / 1e12, flops / 1e15))
+
+
+def test_at_large_batch_verification_turns_compute_bound(llama8b):
+    """At 1024 sequences one verify forward of 4 tokens each is 4096 token rows: past the ridge point."""
+    s = Settings(context=512, engine="vllm", kv_dtype="fp8", batch=1024)
+    one = forward_cost(llama8b, GPU_1TB, n=1, context=512, settings=s, overhead_s=0.0)
+    four = forward_cost(llama8b, GPU_1TB, n=4, context=512, settings=s, overhead_s=0.0)
+    assert one.bound == "memory" and four.bound == "compute"
+    assert four.seconds == pytest.approx(1024 * forward_flops(llama8b, 512, 4) / 1e15)
+    assert four.seconds > one.seconds

@@ -48,6 +48,10 @@ KvOpt = Annotated[str | None, typer.Option("--kv-dtype", help="Only this KV cach
                                                               "engine's unquantised and 8-bit types).")]
 ProbeFlag = Annotated[bool, typer.Option("--probe", help="Measure costs now with a quick synthetic probe "
                                                          "(needs torch; this machine only).")]
+KOpt = Annotated[int | None, typer.Option("--k", help="Judge every plan at this K (the one you deploy), even "
+                                                      "when it is slower; default: the best K.", min=1)]
+DraftWeightsOpt = Annotated[str | None, typer.Option(
+    "--draft-weights-dtype", help="The drafts' own weight format (default: as --weights-dtype).")]
 
 
 @app.command()
@@ -68,7 +72,9 @@ def recommend(
     acceptance: AcceptanceOpt = None,
     kv_dtype: KvOpt = None,
     max_k: MaxKOpt = DEFAULT_MAX_K,
+    k: KOpt = None,
     weights_dtype: WeightsDtypeOpt = None,
+    draft_weights_dtype: DraftWeightsOpt = None,
     temperature: TemperatureOpt = 0.0,
     revision: RevisionOpt = None,
     as_json: JsonOpt = False,
@@ -94,12 +100,14 @@ def recommend(
         cands = []
         for r in (x.strip() for x in candidates.split(",") if x.strip()):
             c = load_spec(r)
-            cands.append(DraftModel(spec=c, ref=r if _is_path(r) else c.id))
+            cands.append(DraftModel(spec=c, ref=r if _is_path(r) else c.id, weights_dtype=draft_weights_dtype))
     given = P.parse_acceptance(acceptance) if acceptance else None
+    if k is not None and k > max_k:
+        max_k = k  # judging K needs the verify curve up to K + 1
     costs_for, measured, k_cap = None, None, max_k
     if profile or probe:
         prof = _profile(profile, spec, cands, m, ctx, max_k) if profile else _probe_now(spec, cands, ctx, max_k)
-        roof = P.roofline_machine(m, layout) if m.bandwidth_bytes_per_s else None
+        roof = P.roofline_machine(m, layout, eng) if m.bandwidth_bytes_per_s else None
         costs_for = P.profile_costs(prof, spec, roof)
         k_cap = min(max_k, len(prof.target.verify_s) - 1)
         if prof.acceptance is not None and prof.draft is not None:
@@ -111,7 +119,8 @@ def recommend(
     rec = P.recommend(spec, ref, m, engine=eng, context=ctx, batch=batch, layout=layout, candidates=cands,
                       costs_for=costs_for, given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
                       kv_dtypes=[kv_dtype] if kv_dtype else None, utilization=utilization, temperature=temperature,
-                      weights_dtype=weights_dtype)
+                      weights_dtype=weights_dtype, k_fixed=k,
+                      draft_weights_dtype=draft_weights_dtype)
     if as_json:
         emit(recommendation_json(rec))
     else:
@@ -151,6 +160,7 @@ def option_json(o: Any) -> dict[str, Any]:
             "acceptance": None if a is None else {"alpha": a.alpha, "low": a.low, "high": a.high, "given": a.given,
                                                   "source": a.source},
             "costs_source": o.costs_source,
+            "baseline_tokens_per_s": round(o.baseline_tokens_per_s, 3) if o.baseline_tokens_per_s else None,
             "break_even_alpha": o.prediction.break_even_alpha if o.prediction else None,
             "speedup_by_k": [round(x, 4) for x in o.prediction.speedup_by_k] if o.prediction else [],
             "launch": o.launch}
@@ -167,7 +177,9 @@ def recommendation_json(rec: Any) -> dict[str, Any]:
             "recommendation": {"draft": c.draft, "k": c.k if c.draft else None, "kv_dtype": c.kv_dtype,
                                "speedup": round(c.speedup, 4), "speedup_interval": list(c.speedup_interval),
                                "verdict": c.verdict, "reasons": list(c.reasons), "launch": c.launch,
-                               "fits": c.fits, "headroom_bytes": c.headroom_bytes},
+                               "fits": c.fits, "headroom_bytes": c.headroom_bytes,
+                               "baseline_tokens_per_s": round(c.baseline_tokens_per_s, 3)
+                               if c.baseline_tokens_per_s else None},
             "notes": list(rec.notes)}
 
 

@@ -8,6 +8,7 @@ is named here with its source so reports can cite it. No other module reads
 from __future__ import annotations
 
 import os
+from importlib import resources
 from pathlib import Path
 
 ENV_VARS_TRUE_VALUES = {"1", "ON", "YES", "TRUE"}
@@ -36,15 +37,22 @@ def hf_token() -> str | None:
 
 
 def catalog_dir() -> Path:
-    """Where the bundled catalogs live: SPEC_PLANNER_CATALOG, else `catalogs/` beside the package."""
+    """Where the catalogs live: SPEC_PLANNER_CATALOG, else the package data `planner/catalogs/`.
+
+    Found through importlib.resources, so an installed wheel reads its own copy from any working
+    directory. In a source checkout `planner/catalogs` is a relative symlink to the top-level
+    `catalogs/`; the path is resolved, so it reads `catalogs/...` there. A checkout made without
+    symlinks (git core.symlinks=false) leaves a small file in its place: `catalogs/` beside the
+    package is used then. Whether the directory holds anything is checked by its readers
+    (sources/catalog.py, fits/machine_catalog.py), which fail with a one-line error.
+    """
     override = os.environ.get("SPEC_PLANNER_CATALOG")
     if override:
         return Path(override)
-    package = Path(__file__).resolve().parents[1]  # planner/ (this file is planner/core/constants.py)
-    for candidate in (package.parent / "catalogs", package / "catalogs"):
-        if candidate.is_dir():
-            return candidate
-    return package.parent / "catalogs"
+    bundled = Path(str(resources.files("planner") / "catalogs"))
+    if not bundled.is_dir() and (bundled.parents[1] / "catalogs").is_dir():
+        return (bundled.parents[1] / "catalogs").resolve()
+    return bundled.resolve()
 
 
 # --- defaults every command shares (one definition; the CLI shows them) -------------
@@ -150,7 +158,10 @@ PRIOR_CROSS_FAMILY = (0.3, 0.05, 0.65)
 PRIOR_CROSS_FAMILY_SOURCE = ("assumed: cross-family pairs need a vocabulary translation; published TLI "
                              "acceptance fell from ~0.80 at 100% vocabulary overlap to 0.25 at 79.8% and 0.15 "
                              "at 69.6% (vLLM PR #38174)")
-# A single published number is one workload: its prior interval is at least this wide on each side.
+# A published number is one workload on one machine: a prior's interval is at least this wide on each side,
+# x3 for a single measurement and x2 for two or three (assumed: the same pair's published acceptance moves
+# by 0.1-0.15 between chat and code prompts, e.g. 69.7% at K=1 vs 37.8% at K=6 accepted/drafted for one
+# Qwen2.5 pair, arXiv 2607.17283; 0.70-0.85 across draft sizes in draftbench).
 PRIOR_MIN_HALF_WIDTH = 0.05
 
 

@@ -156,15 +156,26 @@ def apply(tensors: Iterable[TensorInfo], s: Scheme) -> tuple[TensorInfo, ...]:
     return tuple(out)
 
 
+# llama-quantize's fallback for a row length the 256-wide k-quant/i-quant blocks do not divide
+# (src/llama-quant.cpp llama_tensor_get_type, `convert_incompatible_tensor`): a 32-wide type of about
+# the same size; F16 only when even that does not divide the row (Qwen2.5-72B's 29568-wide FFN rows
+# take Q5_0 at Q4_K, not F16).
+GGML_FALLBACK = {"TQ1_0": "Q4_0", "TQ2_0": "Q4_0", "IQ2_XXS": "IQ4_NL", "IQ2_XS": "IQ4_NL", "IQ2_S": "IQ4_NL",
+                 "IQ3_XXS": "IQ4_NL", "IQ3_S": "IQ4_NL", "IQ1_S": "IQ4_NL", "IQ1_M": "IQ4_NL", "Q2_K": "IQ4_NL",
+                 "Q3_K": "IQ4_NL", "IQ4_XS": "IQ4_NL", "Q4_K": "Q5_0", "Q5_K": "Q5_1", "Q6_K": "Q8_0"}
+
+
 def _ggml(t: TensorInfo, fmt: str) -> TensorInfo:
     """llama-quantize: every matrix whose rows fill whole blocks (token_embd and output included)
-    takes the block type; 1-D tensors (norms, biases) stay f32; other matrices f16."""
+    takes the block type, else its fallback type (GGML_FALLBACK), else f16; 1-D tensors (norms,
+    biases) stay f32."""
     if not dtypes.FORMATS[t.dtype].is_float:
         return t
     if len(t.shape) < 2:
         return _as(t, "F32")
-    if t.shape[-1] % dtypes.FORMATS[fmt].block_elems == 0:
-        return make_tensor(t.name, t.shape, fmt, t.group)
+    for cand in (fmt, GGML_FALLBACK.get(fmt)):
+        if cand and t.shape[-1] % dtypes.FORMATS[cand].block_elems == 0:
+            return make_tensor(t.name, t.shape, cand, t.group)
     return _as(t, "F16")
 
 

@@ -61,6 +61,10 @@ class DraftingMethod(Protocol):
         """The engine's verdict on running this method with `target`."""
         ...
 
+    def settings_for(self, s: Settings) -> Settings:
+        """The deployment's settings as they apply to the method's resident model (its own weight format)."""
+        ...
+
     def step_s(self, machine: MachineLike, s: Settings) -> float:
         """Roofline time of drafting one token (one forward of the draft on the deployment context)."""
         ...

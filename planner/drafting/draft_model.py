@@ -9,7 +9,7 @@ families (catalogs/pairs), else the family default (speed/acceptance.py).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import engines
@@ -30,6 +30,7 @@ class DraftModel:
 
     spec: ModelSpec
     ref: str
+    weights_dtype: str | None = None  # --draft-weights-dtype: the draft's own format (None: as the target's)
     kind: str = KIND
 
     @property
@@ -54,11 +55,14 @@ class DraftModel:
             tli = report.heterogeneous.tli_acceptance.value
         return Compatibility(verdict=verdict, fallback=fallback, tli_alpha=tli, report=report)
 
+    def settings_for(self, s: Settings) -> Settings:
+        return replace(s, weights_dtype=self.weights_dtype) if self.weights_dtype else s
+
     def step_s(self, machine: MachineLike, s: Settings) -> float:
-        return roofline.draft_step_s(self.spec, machine, context=s.context, settings=s)
+        return roofline.draft_step_s(self.spec, machine, context=s.context, settings=self.settings_for(s))
 
     def acceptance_prior(self, target: ModelSpec) -> acc.Acceptance:
         return acc.prior_for(target.family, self.spec.family)
 
     def launch_fields(self) -> dict[str, Any]:
-        return {"draft": self.ref}
+        return {"draft": self.ref, "draft_weights_quant": self.weights_dtype}

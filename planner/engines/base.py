@@ -12,7 +12,7 @@ order: core -> sources -> engines -> fits, pairing, speed, drafting, plan.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
 from ..core.spec import CHUNKED, SLIDING, LayerSpec, ModelSpec, TokenizerFingerprint
@@ -134,7 +134,9 @@ class LaunchInput:
     heterogeneous: bool = False  # tokenizers differ: UAG / TLI paths
     temperature: float = 0.0
     batch: int = 1  # concurrent sequences: llama.cpp --parallel slots
-    draft_context: int | None = None  # the draft's own context per sequence (llama.cpp -cd); None: `context`
+    draft_context: int | None = None  # the draft's context the ledger sized; None: `context` (llama.cpp has no flag)
+    weights_quant: str | None = None  # GGUF quant the ledger sized (Q4_K_M, q4_k, ...); None: 16-bit (F16/BF16)
+    draft_weights_quant: str | None = None  # the draft's own quant when it differs; None: `weights_quant`
 
 
 # --- the KV cache layout -----------------------------------------------------------------------
@@ -209,3 +211,7 @@ class Engine:
     kv_suggestion: str | None = None
     weights_ladder: tuple[str, ...] = ()
     quant_group_size: int | None = None  # group size of the engine's own quantiser (MLX: 64)
+    # Speed: which kernels run on each machine kind (a key of catalogs/kernels/verify_curves.json), and
+    # the share of peak memory bandwidth a batch-1 decode reaches there, with its source.
+    verify_backend: Mapping[str, str] = field(default_factory=dict)
+    bandwidth_efficiency: Mapping[str, tuple[float, str]] = field(default_factory=dict)

@@ -8,6 +8,8 @@ context ~451-456 MiB) and PR #6766 (per-layer kernel launch cost).
 
 from __future__ import annotations
 
+import re
+
 from ..core.constants import MiB
 from ..core.spec import LayerSpec, ModelSpec
 from .base import (
@@ -199,40 +201,108 @@ def pair_rule(t: Side, d: Side, same: bool | None) -> Verdict:
 
 
 # --- launch --------------------------------------------------------------------------------------
+# One command, current flag names (common/arg.cpp in llama.cpp 0017d6fb, docs/engines.md). The older
+# spellings --draft-max/--draft-min (arg.cpp:4387, :4394: "the argument has been removed") and -cd
+# (gone: "invalid argument: -cd") are not printed.
+
+# -ctk/-ctv/-ctkd/-ctvd values: kv_cache_types (arg.cpp:304-314, ggml type names).
+KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5_0", "q5_1")
+# The planner's weights spellings (core/quant.py SCHEMES) -> GGUF file tags; a K-quant file is named
+# after its usual "_M" mix (Q4_K_M is also what -hf picks by default, download.cpp:662).
+GGUF_TAGS = {"bf16": "BF16", "fp16": "F16", "f16": "F16", "fp32": "F32", "f32": "F32", "q8_0": "Q8_0",
+             "q6_k": "Q6_K", "q5_k": "Q5_K_M", "q5_0": "Q5_0", "q5_1": "Q5_1", "q4_k": "Q4_K_M", "q4_0": "Q4_0",
+             "q4_1": "Q4_1", "q3_k": "Q3_K_M", "q2_k": "Q2_K"}
+# weights_quant None: the ledger sized 16-bit weights; convert_hf_to_gguf.py --outtype auto writes F16
+# or BF16 by the checkpoint's dtype (convert_hf_to_gguf.py:60, conversion/base.py:188-196).
+UNSIZED_TAG = "F16"
+_GGUF_TAG = re.compile(r"^(I?Q\d(_[A-Z0-9]+)*|TQ\d_0|BF16|F16|F32|MXFP4)$")
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+(:[\w.-]+)?$")
+SAFETENSORS_NOTE = "convert or download a GGUF: llama.cpp does not run safetensors repos"
 
 
-def _model_flag(ref: str, draft: bool = False) -> str:
-    if ref.endswith(".gguf") or "/" not in ref or ref.startswith((".", "/", "~")):
-        return f"{'-md' if draft else '-m'} {quote(ref)}"
-    return f"{'-hfd' if draft else '-hf'} {quote(ref)}"  # Hub repo holding GGUF files
+def gguf_tag(quant: str | None) -> str | None:
+    """The GGUF file tag (Q4_K_M, Q8_0, F16...) for the planner's or GGUF's spelling; None: not a GGUF type."""
+    if quant is None:
+        return None
+    key = quant.strip().lower().replace("-", "_")
+    if key in GGUF_TAGS:
+        return GGUF_TAGS[key]
+    return key.upper() if _GGUF_TAG.match(key.upper()) else None
+
+
+def _model_ref(ref: str, tag: str, *, draft: bool) -> tuple[str, str | None]:
+    """(flags, note) naming one model: a .gguf path -> -m/-md; a GGUF repo -> -hf/-hfd repo:QUANT
+    (arg.cpp:3060, :3975: the repo must hold .gguf files); anything else -> a placeholder .gguf path."""
+    role = "draft" if draft else "target"
+    if ref.endswith(".gguf"):
+        return f"{'-md' if draft else '-m'} {quote(ref)}", None
+    local = ref.startswith((".", "/", "~")) or not _HUB_ID.match(ref)
+    repo, _, given = ref.partition(":") if not local else (ref, "", "")
+    if not local and (given or repo.upper().endswith("-GGUF")):
+        return f"{'-hfd' if draft else '-hf'} {quote(f'{repo}:{given or tag}')}", None
+    name = ref.rstrip("/").rsplit("/", 1)[-1] or role
+    placeholder = f"{name}-{tag}.gguf"
+    how = (f"convert_hf_to_gguf.py --outtype {tag.lower()}" if tag in ("F16", "BF16", "F32")
+           else f"convert_hf_to_gguf.py, then llama-quantize to {tag}")
+    return (f"{'-md' if draft else '-m'} {quote(placeholder)}",
+            f"{role} '{ref}' is not a GGUF file or GGUF repo: {SAFETENSORS_NOTE} ({placeholder} is a placeholder "
+            f"name: {how})")
+
+
+def _kv_flags(kv_dtype: str | None, k: str, v: str) -> tuple[str, str | None]:
+    """(-ctk T -ctv T, note) for a KV type other than llama.cpp's f16 default; unknown types are left out."""
+    kv = (kv_dtype or "auto").lower()
+    if kv in ("auto", "f16"):
+        return "", None
+    if kv not in KV_TYPES:
+        return "", f"KV type '{kv_dtype}' is not a llama.cpp cache type ({', '.join(KV_TYPES)}): left at f16"
+    return f" {k} {kv} {v} {kv}", None
+
+
+def _draft_flags(x: LaunchInput, b: int) -> tuple[str, list[str]]:
+    """The draft half of the command and its notes: -md/-hfd, its offload and KV type, drafting on."""
+    tag = gguf_tag(x.draft_weights_quant or x.weights_quant) or UNSIZED_TAG
+    draft, note = _model_ref(x.draft or "", tag, draft=True)
+    notes = [note] if note else []
+    flags = (f" {draft} -ngld 99{_kv_flags(x.kv_dtype, '-ctkd', '-ctvd')[0]}"
+             f" --spec-type draft-simple --spec-draft-n-max {x.k} --spec-draft-n-min 0 --spec-draft-p-min 0.0")
+    if x.draft_context and x.draft_context != x.context:
+        notes.append(f"the draft runs with the target's context (-c {x.context * b}): current builds size the "
+                     f"draft from the target's context, so the draft context {x.draft_context} cannot be set "
+                     f"(-cd was removed)")
+    if x.heterogeneous:
+        notes.append("llama.cpp has no path for a draft with another tokenizer: current builds refuse the pair "
+                     "(common/speculative.cpp common_speculative_are_compatible)")
+    return flags, notes
 
 
 def launch(x: LaunchInput) -> dict[str, str]:
-    """llama-server commands under the pre-2026 and the 2026 flag spellings.
+    """One llama-server command (current flag names, common/arg.cpp; docs/engines.md).
 
-    Flags (common/arg.cpp): `-md`, `-ngld`, `-cd`, `-ctkd/-ctvd`, `--draft-max/--draft-min/--draft-p-min`,
-    renamed in 2026 builds to `--spec-draft-n-max/--spec-draft-n-min/--spec-draft-p-min`.
     `-c` is the whole KV pool, split over `--parallel` slots: batch b of `context` tokens each
-    needs `-c context*b -np b`. `--kv-unified` (-kvu) keeps one pool that every slot draws from,
-    the layout `tokens_held` sizes (SWA `pad(window*b + n_ubatch, 256)`); llama-server picks it
-    itself only when -np is left on auto, which it is not with a draft (PR #17017). `-cd` is the
-    draft's context per slot (0 = the target's slot context, tools/server/server-context.cpp);
-    2026 builds size the draft from the target's context instead (common/speculative.cpp).
+    needs `-c context*b -np b`; `--kv-unified` (-kvu) keeps one pool every slot draws from, the
+    layout `tokens_held` sizes. A draft needs `--spec-type draft-simple`: the type defaults to
+    none (common/common.h:373) and -md alone does not enable drafting. K is `--spec-draft-n-max`,
+    with n-min 0 and p-min 0.0 so every round drafts K tokens. The draft's context is the
+    target's n_ctx (common/speculative.cpp:2529-2530); there is no flag for it any more.
     """
     b = max(x.batch, 1)
-    base = f"llama-server {_model_flag(x.target)} -c {x.context * b} -ngl 99"
+    target, note = _model_ref(x.target, gguf_tag(x.weights_quant) or UNSIZED_TAG, draft=False)
+    notes = [note] if note else []
+    for quant in dict.fromkeys(q for q in (x.weights_quant, x.draft_weights_quant) if q):
+        if gguf_tag(quant) is None:
+            notes.append(f"weights '{quant}' are not a GGUF type: the command names {UNSIZED_TAG} files")
+    cmd = f"llama-server {target} -c {x.context * b} -ngl 99"
     if b > 1:
-        base += f" -np {b} --kv-unified"
-    if x.kv_dtype and x.kv_dtype not in ("auto", "f16"):
-        base += f" -ctk {x.kv_dtype} -ctv {x.kv_dtype}"
-    if not x.draft:
-        return {"command": base}
-    draft = f" {_model_flag(x.draft, True)} -ngld 99 -cd {x.draft_context or x.context}"
-    if x.kv_dtype and x.kv_dtype not in ("auto", "f16"):
-        draft += f" -ctkd {x.kv_dtype} -ctvd {x.kv_dtype}"
-    return {"command": base + draft + f" --draft-max {x.k} --draft-min 0 --draft-p-min 0.0",
-            "command_2026": base + draft + f" --spec-draft-n-max {x.k} --spec-draft-n-min 0 "
-                                           f"--spec-draft-p-min 0.0"}
+        cmd += f" -np {b} --kv-unified"
+    kv, kv_note = _kv_flags(x.kv_dtype, "-ctk", "-ctv")
+    cmd += kv
+    notes += [kv_note] if kv_note else []
+    if x.draft:
+        draft, draft_notes = _draft_flags(x, b)
+        cmd += draft
+        notes += draft_notes
+    return {"command": cmd, "note": "; ".join(notes)} if notes else {"command": cmd}
 
 
 ENGINE = Engine(
@@ -270,4 +340,16 @@ ENGINE = Engine(
     default_split="pp",  # --split-mode layer
     kv_suggestion="q8_0",
     weights_ladder=("q8_0", "q6_k", "q5_k", "q4_k"),
+    verify_backend={"gpu": "llama.cpp-cuda", "apple": "llama.cpp-metal", "cpu": "llama.cpp-cpu"},
+    bandwidth_efficiency={
+        # achieved / peak bytes per second of batch-1 decode: RTX 4090 LLaMA-2-7B Q4_0 146.81 t/s x 3.8 GB
+        # = 0.55 of 1008 GB/s (PR #6766); RTX 3060 Llama-3.1-8B Q8_0 32.49 t/s x 8.5 GB = 0.77 of 360 GB/s (#5877)
+        "gpu": (0.66, "llama.cpp CUDA decode reaches 0.55-0.77 of peak bandwidth (PR #6766 RTX 4090 Q4_0; #5877 "
+                      "RTX 3060 Q8_0): 0.66 taken"),
+        # Metal: M4 Max 14B Q8_0 30.03 t/s x 15.7 GB = 0.86, FP16 16.82 t/s x 29.5 GB = 0.91 of 546 GB/s
+        # (draftbench, February 2026)
+        "apple": (0.85, "llama.cpp Metal decode reaches 0.86-0.91 of peak bandwidth (draftbench, M4 Max): 0.85 taken"),
+        "cpu": (1.0, "CPU bandwidth is the measured copy bandwidth or the catalogued figure; matmul compute is "
+                     "derated separately (CPU_MATMUL_EFFICIENCY)"),
+    },
 )

@@ -48,11 +48,32 @@ def pair_rule(t: Side, d: Side, same: bool | None) -> Verdict:
                    f"model tokenizer', mlx_lm/generate.py); no heterogeneous-vocabulary path", conf)
 
 
+# The planner's KV spellings -> mlx_lm.server --kv-bits (group 64: 8 bits = 8.5 bits/element with scales,
+# as q8_0; 4 bits = 4.5, as q4_0).
+KV_BITS = {"q8_0": 8, "q8": 8, "int8": 8, "q4_0": 4, "q4": 4, "int4": 4}
+
+
 def launch(x: LaunchInput) -> dict[str, str]:
+    """`mlx_lm.server` (mlx-lm 0.32.2 mlx_lm/server.py: --model :1925, --draft-model :1953,
+    --num-draft-tokens :1959, --kv-bits :2054; a draft or --kv-bits turns batching off, :460, :768-773)."""
     cmd = f"mlx_lm.server --model {quote(x.target)}"
+    notes = []
+    kv = (x.kv_dtype or "auto").lower()
+    if kv in KV_BITS:
+        cmd += f" --kv-bits {KV_BITS[kv]}"
+        notes.append("--kv-bits disables batching in mlx_lm.server")
+    elif kv not in ("auto", "f16", "bf16"):
+        notes.append(f"KV type '{x.kv_dtype}' has no mlx_lm --kv-bits equivalent: left unquantised")
     if x.draft:
         cmd += f" --draft-model {quote(x.draft)} --num-draft-tokens {x.k}"
-    return {"command": cmd, "note": "a draft model disables batching in mlx_lm.server"}
+        notes.insert(0, "a draft model disables batching in mlx_lm.server")
+        if x.heterogeneous:
+            notes.append("mlx_lm has no heterogeneous-vocabulary path: mlx_lm.generate refuses the pair, "
+                         "mlx_lm.server only warns and drafts with mismatched ids")
+    out = {"command": cmd}
+    if notes:
+        out["note"] = "; ".join(notes)
+    return out
 
 
 ENGINE = Engine(
@@ -75,4 +96,9 @@ ENGINE = Engine(
     kv_suggestion="q8_0",
     weights_ladder=("int8", "int4"),
     quant_group_size=64,
+    verify_backend={"apple": "mlx-metal"},
+    bandwidth_efficiency={
+        # mlx-lm Qwen2.5-32B 4-bit on M2 Ultra: 31.77 t/s x ~18.4 GB = 0.73 of 800 GB/s (ml-explore/mlx PR #1861)
+        "apple": (0.73, "mlx-lm decode reaches 0.73 of peak bandwidth (Qwen2.5-32B 4-bit, M2 Ultra, mlx PR #1861)"),
+    },
 )

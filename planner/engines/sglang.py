@@ -67,16 +67,42 @@ def pair_rule(t: Side, d: Side, same: bool | None) -> Verdict:
                    f"token tables): lower confidence", LOWER)
 
 
+# The planner's KV spellings -> SGLang's --kv-cache-dtype choices (srt/arg_groups/fields/model.py:197-221:
+# auto, fp8_e5m2, fp8_e4m3, mxfp8, bf16, bfloat16, nvfp4, fp4_mx_block16; no plain "fp8").
+KV_CACHE_DTYPES = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e5m2", "bf16": "bf16",
+                   "bfloat16": "bfloat16", "mxfp8": "mxfp8", "nvfp4": "nvfp4"}
+
+
 def launch(x: LaunchInput) -> dict[str, str]:
-    """`sglang serve` with a STANDALONE draft: num_steps = K, one candidate per step, K + 1 tokens verified."""
+    """`sglang serve` with a STANDALONE draft: num_steps = K, one candidate per step, K + 1 tokens verified.
+
+    Flags (sglang 0.5.23): --model-path, --context-length (srt/arg_groups/fields/model.py:51, :110),
+    --tp-size (parallel.py:45-51), --mem-fraction-static (schedule.py:27), --kv-cache-dtype
+    (model.py:197), --speculative-* (spec.py:31-69); flag names are the field names with dashes
+    (arg_utils.py:288-290).
+    """
     cmd = f"sglang serve --model-path {quote(x.target)} --context-length {x.context}"
+    notes = []
     if x.tp > 1:
         cmd += f" --tp-size {x.tp}"
+    if x.gpu_memory_utilization:
+        cmd += f" --mem-fraction-static {x.gpu_memory_utilization}"
+    kv = (x.kv_dtype or "auto").lower()
+    if kv in KV_CACHE_DTYPES:
+        cmd += f" --kv-cache-dtype {KV_CACHE_DTYPES[kv]}"
+    elif kv != "auto":
+        notes.append(f"KV type '{x.kv_dtype}' is not an SGLang --kv-cache-dtype choice: left at auto")
     if x.draft:
         cmd += (f" --speculative-algorithm STANDALONE --speculative-draft-model-path {quote(x.draft)}"
                 f" --speculative-num-steps {x.k} --speculative-eagle-topk 1"
                 f" --speculative-num-draft-tokens {x.k + 1}")
-    return {"command": cmd}
+        if x.heterogeneous:
+            notes.append("SGLang has no heterogeneous-vocabulary algorithm: STANDALONE refuses a draft with "
+                         "another vocabulary (standalone_worker_v2.py:185-215)")
+    out = {"command": cmd}
+    if notes:
+        out["note"] = "; ".join(notes)
+    return out
 
 
 ENGINE = Engine(
@@ -102,4 +128,8 @@ ENGINE = Engine(
     pp_vllm_stages=True,
     kv_suggestion="fp8",
     weights_ladder=("fp8", "int4"),
+    verify_backend={"gpu": "cuda-serving"},
+    bandwidth_efficiency={
+        "gpu": (0.75, "assumed equal to vLLM's CUDA kernels (~0.75 of peak bandwidth, vLLM PR #2497)"),
+    },
 )

@@ -44,7 +44,14 @@ def pair_rule(t: Side, d: Side, same: bool | None) -> Verdict:
 
 
 def launch(x: LaunchInput) -> dict[str, str]:
-    """A generate() snippet; K goes on the assistant's generation_config, which is what is read."""
+    """A generate() snippet; K goes on the assistant's generation_config, which is what is read.
+
+    AssistedCandidateGenerator copies the assistant's generation_config and fills only unset (None)
+    fields with defaults: num_assistant_tokens 20, schedule 'constant', assistant_confidence_threshold
+    0.4 (transformers 5.24.0 generation/candidate_generator.py:115-119, configuration_utils.py:638-640).
+    A threshold > 0 stops a round early when the draft is unsure (generation/utils.py:1692-1699), so
+    it is set to 0: every round drafts exactly K tokens, the K the plan chose.
+    """
     lines = ["from transformers import AutoModelForCausalLM, AutoTokenizer",
              f"tok = AutoTokenizer.from_pretrained({x.target!r})",
              f"model = AutoModelForCausalLM.from_pretrained({x.target!r}, dtype='auto', device_map='auto')"]
@@ -54,16 +61,24 @@ def launch(x: LaunchInput) -> dict[str, str]:
     if x.draft:
         lines += [f"assistant = AutoModelForCausalLM.from_pretrained({x.draft!r}, dtype='auto', device_map='auto')",
                   f"assistant.generation_config.num_assistant_tokens = {x.k}",
-                  "assistant.generation_config.num_assistant_tokens_schedule = 'constant'"]
+                  "assistant.generation_config.num_assistant_tokens_schedule = 'constant'",
+                  "assistant.generation_config.assistant_confidence_threshold = 0"]
         kwargs += ", assistant_model=assistant"
         if x.heterogeneous:
             lines.append(f"assistant_tok = AutoTokenizer.from_pretrained({x.draft!r})")
             kwargs += ", tokenizer=tok, assistant_tokenizer=assistant_tok"
     lines += ["inputs = tok('Hello', return_tensors='pt').to(model.device)",
               f"out = model.generate({kwargs})"]
-    return {"python": "\n".join(lines),
-            "note": "num_assistant_tokens is read from the assistant's generation_config; passing it to "
-                    "generate() may be ignored. Batch size 1 only."}
+    notes = ["num_assistant_tokens is read from the assistant's generation_config; passing it to "
+             "generate() may be ignored. Batch size 1 only."]
+    if x.draft:
+        notes.append("assistant_confidence_threshold = 0 keeps K constant (the default 0.4 stops drafting early).")
+    if x.tp > 1:
+        notes.append(f"device_map='auto' spreads the layers over the {x.tp} GPUs (one at a time), not tensor "
+                     f"parallel.")
+    if x.kv_dtype and x.kv_dtype.lower() not in ("auto", "f16", "bf16"):
+        notes.append(f"KV type '{x.kv_dtype}' is not set by this snippet: the cache runs in the model's dtype.")
+    return {"python": "\n".join(lines), "note": " ".join(notes)}
 
 
 ENGINE = Engine(
@@ -88,4 +103,8 @@ ENGINE = Engine(
     # tp_plan splits the layers and lm_head ("colwise_rep") but not embed_tokens
     tp_unsplit_groups=frozenset({"embedding", "norm", "other", "vision"}),
     weights_ladder=("int8", "nf4"),
+    verify_backend={"gpu": "torch-cuda"},
+    bandwidth_efficiency={
+        "gpu": (0.75, "assumed: cuBLAS decode GEMV ~0.75 of peak bandwidth, as vLLM's kernels (vLLM PR #2497)"),
+    },
 )

@@ -60,24 +60,39 @@ def pair_rule(t: Side, d: Side, same: bool | None) -> Verdict:
                            "vLLM draft_model compares only this, vllm/config/speculative.py")
 
 
+# --kv-cache-dtype values the planner sizes (vllm/config/cache.py:44-60 CacheDType; fp8 = fp8_e4m3).
+KV_CACHE_DTYPES = ("fp8", "fp8_e4m3", "fp8_e5m2")
+
+
 def launch(x: LaunchInput) -> dict[str, str]:
-    """`vllm serve` with a draft_model speculative config (draft TP must be 1 or the target's)."""
+    """`vllm serve` with a draft_model speculative config (draft TP must be 1 or the target's).
+
+    Flags (vLLM 0.33.0 vllm/engine/arg_utils.py): --max-model-len :991, --tensor-parallel-size :1209,
+    --gpu-memory-utilization :1389, --kv-cache-dtype :1397, --speculative-config :1866 (JSON, the
+    SpeculativeConfig fields of vllm/config/speculative.py: method :419, model :416,
+    num_speculative_tokens :413, draft_tensor_parallel_size :427, use_heterogeneous_vocab :496).
+    """
     cmd = f"vllm serve {quote(x.target)} --max-model-len {x.context}"
+    notes = []
     if x.tp > 1:
         cmd += f" --tensor-parallel-size {x.tp}"
     if x.gpu_memory_utilization:
         cmd += f" --gpu-memory-utilization {x.gpu_memory_utilization}"
-    if x.kv_dtype and x.kv_dtype in ("fp8", "fp8_e4m3", "fp8_e5m2"):
+    if x.kv_dtype and x.kv_dtype in KV_CACHE_DTYPES:
         cmd += f" --kv-cache-dtype {x.kv_dtype}"
+    elif x.kv_dtype and x.kv_dtype.lower() not in ("auto", "f16", "bf16"):
+        notes.append(f"KV type '{x.kv_dtype}' is not a vLLM --kv-cache-dtype the planner sizes: left at auto")
     out = {}
     if x.draft:
         spec = {"method": "draft_model", "model": x.draft, "num_speculative_tokens": x.k,
                 "draft_tensor_parallel_size": 1 if x.tp == 1 else x.tp}
         if x.heterogeneous:
-            spec["use_heterogeneous_vocab"] = True
+            spec["use_heterogeneous_vocab"] = True  # TLI; greedy drafting only (speculative.py:2000-2005)
         out["speculative_config"] = json.dumps(spec)
         cmd += f" --speculative-config {quote(out['speculative_config'])}"
     out["command"] = cmd
+    if notes:
+        out["note"] = "; ".join(notes)
     return out
 
 
@@ -112,4 +127,9 @@ ENGINE = Engine(
     pp_vllm_stages=True,
     kv_suggestion="fp8",
     weights_ladder=("fp8", "int4"),
+    verify_backend={"gpu": "cuda-serving"},
+    bandwidth_efficiency={
+        # GPTQ-Marlin GEMV at ~1160 GB/s achieved (vLLM PR #2497, A100 class: ~0.75 of peak)
+        "gpu": (0.75, "CUDA weight-only GEMV kernels reach ~0.75 of peak bandwidth (Marlin ~1160 GB/s, vLLM PR #2497)"),
+    },
 )

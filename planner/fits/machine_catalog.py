@@ -129,9 +129,14 @@ def read_entry(path: str | Path) -> dict[str, Any]:
 @lru_cache(maxsize=4)
 def _catalog(directory: str) -> tuple[tuple[str, dict[str, Any]], ...]:
     d = Path(directory)
-    if not d.is_dir():
-        return ()
-    return tuple((p.stem, read_entry(p)) for p in sorted(d.glob("*.json")))
+    paths = sorted(d.glob("*.json")) if d.is_dir() else []
+    if not paths:
+        # A missing or empty machine catalog is a broken install (or a wrong SPEC_PLANNER_CATALOG).
+        reason = "no *.json files in it" if d.is_dir() else "no such directory"
+        raise MachineError(f"Cannot read the machine catalog from '{directory}': {reason} (expected the bundled "
+                           f"catalogs/machines/*.json). Reinstall spec-planner, or point SPEC_PLANNER_CATALOG at a "
+                           f"directory holding models/ and machines/.")
+    return tuple((p.stem, read_entry(p)) for p in paths)
 
 
 def catalog_entries() -> dict[str, dict[str, Any]]:

@@ -99,7 +99,7 @@ def costs_for(sc: Scenario) -> tuple[Callable[[DraftingMethod, Settings], plan.C
     """
     d, m = sc.deployment, sc.machine
     k_max = d.k or d.max_k
-    roof = plan.roofline_machine(m, sc.layout) if m.bandwidth_bytes_per_s else None
+    roof = plan.roofline_machine(m, sc.layout, sc.settings.engine) if m.bandwidth_bytes_per_s else None
     if sc.profile is not None:
         return plan.profile_costs(sc.profile, sc.target, roof), min(k_max, sc.profile.max_k)
     if roof is None:
@@ -129,10 +129,13 @@ def assess_speed(sc: Scenario, compat: Compatibility) -> Speed:
         raise UsageError(f"Cannot judge deployment '{d.name}' at k = {d.k} on '{sc.label}': its costs cover "
                          f"K <= {len(costs.verify_s) - 1} (expected k within the profile). Probe with a larger "
                          f"--max-k or lower k.")
-    pred = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=max(k_top, d.k or 1))
+    pred = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=max(k_top, d.k or 1),
+                         verify_bounds=costs.verify_bounds)
     k = d.k or pred.k_best
-    args = (costs.verify_s, costs.draft_s)
-    s_mid, s_low, s_high = (speed.speedup(k, *args, a, costs.overhead_s) for a in (alpha.alpha, alpha.low, alpha.high))
+    fast, slow = costs.verify_bounds or (costs.verify_s, costs.verify_s)
+    s_mid = speed.speedup(k, costs.verify_s, costs.draft_s, alpha.alpha, costs.overhead_s)
+    s_low = speed.speedup(k, slow, costs.draft_s, alpha.low, costs.overhead_s)
+    s_high = speed.speedup(k, fast, costs.draft_s, alpha.high, costs.overhead_s)
     notes = []
     prof = sc.profile
     if prof is not None and prof.context != sc.settings.context:

@@ -61,6 +61,7 @@ class Option:
     reasons: tuple[str, ...]
     acceptance: acc.Acceptance | None
     costs_source: str
+    baseline_tokens_per_s: float | None = None  # plain decoding of the target, one sequence (1 / t_v(1))
     prediction: speed.Prediction | None = None
     launch: dict[str, Any] = field(default_factory=dict)
     style_match: bool = True  # base/instruct style equals the target's (or unknown)
@@ -131,7 +132,7 @@ def tokenizer_family(spec: ModelSpec) -> tuple[str | None, str]:
     return best[1], "matched by " + ", ".join(best[2])
 
 
-def catalog_candidates(target: ModelSpec, family: str | None) -> list[DraftingMethod]:
+def catalog_candidates(target: ModelSpec, family: str | None, weights_dtype: str | None = None) -> list[DraftingMethod]:
     """Catalog models sharing the target's tokenizer family and much smaller than it."""
     if family is None:
         return []
@@ -145,15 +146,17 @@ def catalog_candidates(target: ModelSpec, family: str | None) -> list[DraftingMe
         except PlannerError:
             continue
         if spec.weights.resident_bytes <= target.weights.resident_bytes * MAX_DRAFT_SHARE:
-            out.append(DraftModel(spec=spec, ref=e["id"]))
+            out.append(DraftModel(spec=spec, ref=e["id"], weights_dtype=weights_dtype))
     return out
 
 
 # --- what each option costs --------------------------------------------------------------------
 
-def roofline_machine(machine: Machine, layout: fit.Layout) -> roofline.Roof:
+def roofline_machine(machine: Machine, layout: fit.Layout, engine: str | None = None) -> roofline.Roof:
     """Tensor parallelism reads each shard in parallel: aggregate bandwidth and FLOP/s of the tp ranks.
-    CPU peaks are derated by CPU_MATMUL_EFFICIENCY (measured llama.cpp throughput, constants.py).
+    CPU peaks are derated by CPU_MATMUL_EFFICIENCY (measured llama.cpp throughput, constants.py); with an
+    engine, the bandwidth is what that engine's batch-1 decode reaches on this kind of machine
+    (Engine.bandwidth_efficiency, each figure with its source).
 
     Raises:
         MachineError: the machine has no bandwidth figure (a --gpu-memory-only description).
@@ -166,16 +169,31 @@ def roofline_machine(machine: Machine, layout: fit.Layout) -> roofline.Roof:
     # CPUs: LLM matmul kernels reach a fraction of the vector-FMA peak the catalog and detection give
     eff = CPU_MATMUL_EFFICIENCY if machine.kind == "cpu" else 1.0
     flops = {k: (v * tp * eff if v else v) for k, v in machine.peak_flops.items()}
-    return roofline.Roof(bandwidth_bytes_per_s=machine.bandwidth_bytes_per_s * tp, peak_flops=flops,
-                         name=machine.name)
+    share, _ = bandwidth_share(engine, machine.kind)
+    return roofline.Roof(bandwidth_bytes_per_s=machine.bandwidth_bytes_per_s * tp * share, peak_flops=flops,
+                         name=machine.name, kind=machine.kind)
+
+
+def bandwidth_share(engine: str | None, kind: str) -> tuple[float, str]:
+    """(share of peak bandwidth a batch-1 decode reaches, its source) for this engine on this machine kind."""
+    if engine is None:
+        return 1.0, "peak bandwidth"
+    return engines.get(engine).bandwidth_efficiency.get(kind, (1.0, "peak bandwidth (no measured share)"))
 
 
 def roofline_costs(target: ModelSpec, method: DraftingMethod, machine: roofline.Roof, s: Settings,
                    k_max: int) -> Costs:
     """Roofline t_v(1..k_max+1) of the target and the method's t_d on the deployment context (one sequence)."""
-    verify = roofline.verify_curve(target, machine, context=s.context, n_max=k_max + 1, settings=s)
-    return Costs(verify_s=verify, draft_s=method.step_s(machine, s), overhead_s=0.0,
-                 source=f"roofline ({machine.name})")
+    verify = roofline.verify_costs(target, machine, context=s.context, n_max=k_max + 1, settings=s)
+    return roofline_verify(verify, method.step_s(machine, s), machine.name)
+
+
+def roofline_verify(verify: Sequence[roofline.ForwardCost], draft_s: float, name: str) -> Costs:
+    """Costs from roofline forwards: the central t_v curve and the kernel-curve interval around it."""
+    basis = {c.kernel_basis for c in verify[1:]} - {"none"}
+    src = f"roofline ({name})" + (f"; verify kernels: {', '.join(sorted(basis))} curves" if basis else "")
+    return Costs(verify_s=tuple(c.seconds for c in verify), draft_s=draft_s, overhead_s=0.0, source=src,
+                 verify_low_s=tuple(c.seconds_low for c in verify), verify_high_s=tuple(c.seconds_high for c in verify))
 
 
 def acceptance_for(target: ModelSpec, method: DraftingMethod, *, given: acc.Acceptance | None,
@@ -194,11 +212,13 @@ def acceptance_for(target: ModelSpec, method: DraftingMethod, *, given: acc.Acce
 # --- one option ------------------------------------------------------------------------------
 
 def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compatibility, costs: Costs,
-                    alpha: acc.Acceptance, k_max: int, kv: str, launch_in: engines.LaunchInput, engine: str) -> Option:
+                    alpha: acc.Acceptance, k_max: int, kv: str, launch_in: engines.LaunchInput, engine: str,
+                    k_fixed: int | None = None) -> Option:
     devs = fit.evaluate(problem, problem.settings.context, problem.settings.batch)
     headroom = min(d.headroom_bytes for d in devs)
     verdict, fallback, compatible = compat.verdict, compat.fallback, compat.runs
-    pred = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k_max)
+    pred = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k_max,
+                         verify_bounds=costs.verify_bounds, k_fixed=k_fixed)
     reasons = list(pred.reasons)
     if headroom < 0:
         reasons.insert(0, f"does not fit: {-headroom:,} B over the tightest device's budget")
@@ -206,12 +226,15 @@ def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compat
         reasons.insert(0, f"{engine} refuses this pair: {verdict.failed_rule} ({verdict.detail})")
     elif fallback:
         reasons.insert(0, f"{engine} needs {fallback} for this pair ({verdict.failed_rule})")
-    launch = engines.launch(engine, replace(launch_in, **method.launch_fields(), k=pred.k_best, kv_dtype=_kv_flag(kv),
-                                            heterogeneous=fallback is not None))
+    launch: dict[str, Any] = {}  # no command for a plan that does not fit or will not run
+    if headroom >= 0 and compatible:
+        launch = engines.launch(engine, replace(launch_in, **method.launch_fields(), k=pred.k_best,
+                                                kv_dtype=_kv_flag(kv), heterogeneous=fallback is not None))
     return Option(draft=method.label, draft_ref=method.ref, kv_dtype=kv, k=pred.k_best, speedup=pred.speedup,
                   speedup_interval=(pred.speedup_low, pred.speedup_high), verdict=pred.verdict,
                   fits=headroom >= 0, headroom_bytes=headroom, compatible=compatible, fallback=fallback,
-                  reasons=tuple(reasons), acceptance=alpha, costs_source=costs.source, prediction=pred,
+                  reasons=tuple(reasons), acceptance=alpha, costs_source=costs.source,
+                  baseline_tokens_per_s=1.0 / costs.verify_s[0], prediction=pred,
                   launch=launch, style_match=_style_match(problem.target, method.resident_model()))
 
 
@@ -241,7 +264,8 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
               costs_for: Any = None, given_acceptance: acc.Acceptance | None = None,
               measured_acceptance: dict[str, acc.Acceptance] | None = None, k_max: int = DEFAULT_MAX_K,
               kv_dtypes: Sequence[str] | None = None, utilization: float | None = None,
-              temperature: float = 0.0, weights_dtype: str | None = None) -> Recommendation:
+              temperature: float = 0.0, weights_dtype: str | None = None, k_fixed: int | None = None,
+              draft_weights_dtype: str | None = None) -> Recommendation:
     """Rank candidate drafts x KV dtype on `machine` and pick one, or none.
 
     Args:
@@ -251,7 +275,9 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
         costs_for: callable (method, Settings) -> Costs (e.g. from a profile); default roofline.
         given_acceptance: --acceptance; measured_acceptance: method label (draft id) -> probe-measured acceptance.
         k_max: largest K considered; kv_dtypes: KV types to try (default: the engine's kv_options).
-        weights_dtype: re-size both models' weights (int4, q4_k, fp8, ...), as `planner memory`.
+        weights_dtype: re-size both models' weights (int4, q4_k, fp8, ...), as `planner memory` (a method's own
+            weights_dtype, --draft-weights-dtype, wins for its model).
+        k_fixed: judge every plan at this K (the one you deploy) instead of the best K.
 
     Raises:
         MachineError: roofline needed but the machine has no bandwidth figure.
@@ -271,21 +297,20 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
         notes.append(f"a GGUF target takes GGUF drafts: pass --candidates a.gguf,b.gguf (catalog drafts are "
                      f"Hugging Face checkpoints; tokenizer family {family or '?'}: {how})")
     else:
-        cands = catalog_candidates(target, family)
+        cands = catalog_candidates(target, family, draft_weights_dtype)
         if not cands:
             notes.append(f"no catalog draft shares this target's tokenizer ({how}); pass --candidates")
     launch_in = engines.LaunchInput(target=target_ref, draft=None, k=1, context=context, tp=layout.tp,
-                                    temperature=temperature, batch=batch)
+                                    temperature=temperature, batch=batch, weights_quant=weights_dtype)
     if costs_for is None:
-        roof = roofline_machine(machine, layout)
-        curves: dict[tuple, tuple[float, ...]] = {}  # the target's curve depends on the KV type only
+        roof = roofline_machine(machine, layout, engine)
+        curves: dict[tuple, tuple[roofline.ForwardCost, ...]] = {}  # the target's depend on the KV type only
 
         def costs_for(method: DraftingMethod, s: Settings) -> Costs:
             key = (s.kv_dtype, s.context)
             if key not in curves:
-                curves[key] = roofline.verify_curve(target, roof, context=s.context, n_max=k_max + 1, settings=s)
-            return Costs(verify_s=curves[key], draft_s=method.step_s(roof, s), overhead_s=0.0,
-                         source=f"roofline ({roof.name})")
+                curves[key] = roofline.verify_costs(target, roof, context=s.context, n_max=k_max + 1, settings=s)
+            return roofline_verify(curves[key], method.step_s(roof, s), roof.name)
     options = []
     for method in cands:
         compat = method.compatibility(target, engine, context=context)
@@ -295,9 +320,10 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
             s = Settings(context=context, batch=batch, engine=engine, kv_dtype=None if kv == "auto" else kv,
                          weights_dtype=weights_dtype,
                          spec_tokens=k_max)
-            problem = fit.Problem(target, machine, s, layout, draft=method.resident_model(), utilization=utilization)
+            problem = fit.Problem(target, machine, s, layout, draft=method.resident_model(),
+                                  draft_settings=method.settings_for(s), utilization=utilization)
             options.append(evaluate_option(problem, method, compat, costs_for(method, s), alpha, k_max, kv,
-                                           launch_in, engine))
+                                           launch_in, engine, k_fixed=k_fixed))
     ranked = rank(options)
     choice = _choose(ranked, base_headroom >= 0, launch_in, engine)
     return Recommendation(target=target.id, target_ref=target_ref, machine=machine.name, engine=engine,
@@ -328,7 +354,8 @@ def _choose(ranked: Sequence[Option], base_fits: bool, launch_in: engines.Launch
     return Option(draft=None, draft_ref=None, kv_dtype=engines.get(engine).kv_options[0], k=0, speedup=1.0,
                   speedup_interval=(1.0, 1.0), verdict="no speculation", fits=base_fits, headroom_bytes=0,
                   compatible=True, fallback=None, reasons=tuple(reasons), acceptance=None, costs_source="-",
-                  launch=engines.launch(engine, launch_in))
+                  baseline_tokens_per_s=ranked[0].baseline_tokens_per_s if ranked else None,
+                  launch=engines.launch(engine, launch_in) if base_fits else {})
 
 
 def parse_acceptance(text: str) -> acc.Acceptance:

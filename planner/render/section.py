@@ -62,7 +62,7 @@ def target_curve(sc: Scenario, a: Assessment) -> tuple[tuple[float, ...], str | 
     if sc.profile is not None:
         return tuple(sc.profile.target.verify_s), "profile (measured)"
     if m.bandwidth_bytes_per_s:
-        roof = plan.roofline_machine(m, sc.layout)
+        roof = plan.roofline_machine(m, sc.layout, sc.settings.engine)
         return (roofline.verify_curve(sc.target, roof, context=sc.settings.context, n_max=(d.k or d.max_k) + 1,
                                       settings=sc.settings), f"roofline ({roof.name})")
     return (), None

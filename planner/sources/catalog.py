@@ -24,7 +24,10 @@ def _norm(name: str) -> str:
 def _load(directory: str) -> tuple[tuple[dict[str, Any], ...], dict[str, int]]:
     entries: list[dict[str, Any]] = []
     index: dict[str, int] = {}
-    for path in sorted(Path(directory).glob("*.json")):
+    paths = sorted(Path(directory).glob("*.json")) if Path(directory).is_dir() else []
+    if not paths:
+        raise _missing(directory, "no *.json files in it" if Path(directory).is_dir() else "no such directory")
+    for path in paths:
         data = read_json(path, what="model catalog")
         items = data.get("models") if isinstance(data, dict) else data
         if not isinstance(items, list):
@@ -37,7 +40,16 @@ def _load(directory: str) -> tuple[tuple[dict[str, Any], ...], dict[str, int]]:
             entries.append(item)
             for key in [item["id"], item["id"].split("/")[-1], *item.get("aliases", [])]:
                 index.setdefault(_norm(key), len(entries) - 1)
+    if not entries:
+        raise _missing(directory, "its files list no models")
     return tuple(entries), index
+
+
+def _missing(directory: str, reason: str) -> ConfigError:
+    """A missing or empty bundled catalog is a broken install (or a wrong SPEC_PLANNER_CATALOG), never 'no models'."""
+    return ConfigError(f"Cannot read the model catalog from '{directory}': {reason} (expected the bundled "
+                       f"catalogs/models/*.json). Reinstall spec-planner, or point SPEC_PLANNER_CATALOG at a "
+                       f"directory holding models/ and machines/.", directory)
 
 
 def entries() -> tuple[dict[str, Any], ...]:

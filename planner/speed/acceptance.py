@@ -20,6 +20,7 @@ measurements, each stored raw with its convention) via `prior_for`.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -264,8 +265,17 @@ def prior_for(target_family: str | None, draft_family: str | None, *,
 
 # --- helpers ----------------------------------------------------------------------------
 
+# Fine-tunes keep their base model's tokenizer and drafting behaviour is closest to that lineage:
+# Qwen2.5-Coder-32B and a Qwen2.5 0.5B draft are a same-family pair (catalog family tags add a suffix).
+_LINEAGE_SUFFIX = re.compile(r"-(coder|math|instruct|chat|base|it|vl)$")
+
+
 def _norm(name: str | None) -> str:
-    return (name or "").strip().lower()
+    """A family tag reduced to its lineage: 'qwen2.5-coder' -> 'qwen2.5'."""
+    key = (name or "").strip().lower()
+    while _LINEAGE_SUFFIX.search(key):
+        key = _LINEAGE_SUFFIX.sub("", key)
+    return key
 
 
 def _converted(entries: Sequence[PairEntry]) -> list[tuple[float, PairEntry]]:
@@ -281,8 +291,10 @@ def _summarise(values: list[tuple[float, PairEntry]], label: str) -> Acceptance:
     alphas = sorted(a for a, _ in values)
     mid = len(alphas) // 2
     median = alphas[mid] if len(alphas) % 2 else (alphas[mid - 1] + alphas[mid]) / 2.0
-    lo = max(0.0, min(alphas[0], median - PRIOR_MIN_HALF_WIDTH))
-    hi = min(1.0, max(alphas[-1], median + PRIOR_MIN_HALF_WIDTH))
+    # fewer measurements, wider: one published number is one workload on one machine
+    half = PRIOR_MIN_HALF_WIDTH * (3 if len(alphas) == 1 else 2 if len(alphas) <= 3 else 1)
+    lo = max(0.0, min(alphas[0], median - half))
+    hi = min(1.0, max(alphas[-1], median + half))
     given = "; ".join(f"{e.id}: {e.acceptance_convention} = {e.acceptance_value:g}"
                       + (f" at K={e.k}" if e.acceptance_convention in _NEEDS_K else "") for _, e in values)
     sources = "; ".join(sorted({e.source for _, e in values}))

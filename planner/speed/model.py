@@ -269,6 +269,16 @@ class Costs:
     overhead_s: float = 0.0
     source: str = "given"
     context: int | None = None
+    # t_v(n) at the fast and slow end of what the backend's kernels are known to do (roofline costs on
+    # published kernel curves, speed/kernels.py); None: verify_s is the only curve (measured, or flat)
+    verify_low_s: tuple[float, ...] | None = None
+    verify_high_s: tuple[float, ...] | None = None
+
+    @property
+    def verify_bounds(self) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
+        if self.verify_low_s is None or self.verify_high_s is None:
+            return None
+        return self.verify_low_s, self.verify_high_s
 
 
 # --- the composed answer ---------------------------------------------------------
@@ -303,7 +313,8 @@ class Prediction:
 
 
 def predict(verify_s: Sequence[float], draft_s: float, alpha: Alpha | Acceptance, overhead_s: float = 0.0,
-            k_max: int | None = None) -> Prediction:
+            k_max: int | None = None, verify_bounds: tuple[Sequence[float], Sequence[float]] | None = None,
+            k_fixed: int | None = None) -> Prediction:
     """Best K, speed-up, break-even acceptance, verdict and reasons for one target/draft pair.
 
     Args:
@@ -313,6 +324,9 @@ def predict(verify_s: Sequence[float], draft_s: float, alpha: Alpha | Acceptance
             a [low, high] interval; an interval can make the verdict "uncertain").
         overhead_s: t_o, per-round overhead (sampling, rejection, cache rewind), seconds.
         k_max: the largest K to consider (default: all the curve allows, N-1).
+        verify_bounds: (fastest, slowest) t_v curves the kernels allow; the pessimistic speed-up takes the
+            slowest with the low alpha, the optimistic one the fastest with the high alpha.
+        k_fixed: judge this K (the one deployed) instead of searching; the verdict is that K's.
 
     Returns:
         A `Prediction`; verdict is "faster", "slower" or "uncertain".
@@ -327,9 +341,15 @@ def predict(verify_s: Sequence[float], draft_s: float, alpha: Alpha | Acceptance
     central, low, high, given = _unpack_alpha(alpha)
     k_top = _k_top(verify_s, draft_s, overhead_s, central, k_max)
     curve = speedup_curve(verify_s, draft_s, central, overhead_s, k_top)
-    k = best_k(curve)
-    s_low = speedup(k, verify_s, draft_s, low, overhead_s) if low is not None else curve[k - 1]
-    s_high = max(speedup_curve(verify_s, draft_s, high, overhead_s, k_top)) if high is not None else curve[k - 1]
+    if k_fixed is not None and not 1 <= k_fixed <= k_top:
+        raise UsageError(f"Cannot judge K = {k_fixed}: the costs cover K = 1..{k_top}.")
+    k = k_fixed or best_k(curve)
+    fast, slow = verify_bounds if verify_bounds is not None else (verify_s, verify_s)
+    a_low = low if low is not None else central
+    a_high = high if high is not None else central
+    s_low = speedup(k, slow, draft_s, a_low, overhead_s)
+    s_high = (speedup(k, fast, draft_s, a_high, overhead_s) if k_fixed
+              else max(speedup_curve(fast, draft_s, a_high, overhead_s, k_top)))
     result = verdict(s_low, s_high)
     reasons: tuple[str, ...] = ()
     if curve[k - 1] <= 1.0:
@@ -337,8 +357,11 @@ def predict(verify_s: Sequence[float], draft_s: float, alpha: Alpha | Acceptance
     else:
         reasons = (faster_reason(verify_s, draft_s, central, overhead_s, k),)
     if result == UNCERTAIN:
-        reasons = (f"acceptance interval [{low:.2f}, {high:.2f}] gives speed-up {s_low:.2f}x to "
-                   f"{s_high:.2f}x, which straddles 1.0", *reasons)
+        why = f"acceptance interval [{a_low:.2f}, {a_high:.2f}]"
+        if verify_bounds is not None and tuple(fast) != tuple(slow):
+            why += (f" and the kernels' verify cost t_v({k + 1})/t_v(1) {fast[k] / fast[0]:.2f}-"
+                    f"{slow[k] / slow[0]:.2f}")
+        reasons = (f"{why} give speed-up {s_low:.2f}x to {s_high:.2f}x, which straddles 1.0", *reasons)
     be, be_k = break_even_alpha(verify_s, draft_s, overhead_s, k_top)
     t1 = verify_s[0]
     return Prediction(

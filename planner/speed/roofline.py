@@ -4,13 +4,16 @@ Why: the speed model needs t_v(n) and t_d. On the user's own machine a probe mea
 them; for a machine only known from its catalogue figures (bandwidth, peak FLOP/s)
 the best we can say is the roofline bound plus a named per-forward engine overhead:
 
-  t(n, C) = max(bytes_moved / bandwidth, flops / peak_flops) + engine overhead
-  bytes_moved = weights read once per forward (MoE: only the experts the n tokens touch)
-              + KV cache read for the C-token prefix + KV written for the n new tokens
+  t(n, C) = max(weight_bytes * r(n) / bw + kv_bytes / bw, flops / peak_flops) + engine overhead
+  bw          = peak bandwidth x the share a batch-1 decode reaches on this engine and machine kind
+                (Engine.bandwidth_efficiency: 0.66-0.85, each with its source)
+  weight_bytes= weights read once per forward (MoE: only the experts the n tokens touch)
+  r(n)        = t_v(n)/t_v(1) of the backend's small-batch kernels for this weight format
+                (speed/kernels.py: published curves; 1 where none is published)
+  kv_bytes    = KV cache read for the C-token prefix + KV written for the n new tokens
   flops       = 2 * active params * n + sum over attention layers of 4 * n * C * q_heads * head_dim
 
-It is a lower bound on real kernels (they reach 60-90% of peak bandwidth) and
-assumes decode is one sequence; say so wherever it is shown.
+It assumes decode is one sequence; say so wherever it is shown.
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from .. import engines
+from ..core import quant
 from ..core.errors import MachineError, UsageError
 from ..core.spec import CHUNKED, NONE, SLIDING, ModelSpec
 from ..fits import memory
 from ..fits.memory import Settings
+from . import kernels
 
 LABEL = "roofline"
 
@@ -42,6 +47,7 @@ class Roof:
     bandwidth_bytes_per_s: float
     peak_flops: Mapping[str, float]
     name: str = "machine"
+    kind: str = "gpu"  # gpu | apple | cpu: which kernels the engine runs (Engine.verify_backend)
 
 
 @dataclass(frozen=True)
@@ -60,6 +66,9 @@ class ForwardCost:
     n: int
     context: int
     source: str  # always starts with "roofline"
+    seconds_low: float = 0.0  # the same forward at the low and high end of the kernel-curve interval
+    seconds_high: float = 0.0
+    kernel_basis: str = "none"  # measured | op-level | none (speed/kernels.py)
 
 
 # --- bytes ----------------------------------------------------------------------
@@ -164,8 +173,14 @@ def engine_overhead_s(engine: str, n_layers: int) -> tuple[float, str]:
 
 
 def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int, settings: Settings | None = None,
-                 overhead_s: float | None = None, compute_dtype: str | None = None) -> ForwardCost:
-    """Roofline time of one forward of n new tokens of one sequence on a `context`-token KV prefix.
+                 overhead_s: float | None = None, compute_dtype: str | None = None, batch: int | None = None) -> ForwardCost:
+    """Roofline time of one forward of n new tokens for each of `batch` sequences on a `context`-token prefix.
+
+    A batch reads the weights once (MoE: the experts its n x batch tokens touch), every sequence's KV
+    cache, and computes n x batch tokens:
+      weight bytes = weight_bytes_read(n x batch);  kv bytes = batch x kv_bytes_moved(context, n)
+      flops        = batch x forward_flops(context, n);  kernel ratio at n x batch columns, held at the
+      last published point (past it the FLOP roof binds: a large batch is compute-bound)
 
     Args:
         spec: the model.
@@ -175,6 +190,7 @@ def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int,
         settings: engine, KV dtype, weights override (batch and context are taken from here).
         overhead_s: per-forward overhead; None = the engine's named default.
         compute_dtype: peak_flops key to use (default from the weights' format).
+        batch: concurrent sequences in the forward (serving load); None: the settings' batch.
 
     Returns:
         ForwardCost with the bytes, FLOPs, which roof binds and the source text.
@@ -182,18 +198,23 @@ def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int,
     Raises:
         UsageError: n < 1 or context < 1; MachineError: no bandwidth or peak.
     """
-    if n < 1 or context < 1:
-        raise UsageError(f"Cannot cost a forward of n={n} tokens on a {context}-token prefix: both must be >= 1.")
     s = settings or Settings(context=context)
+    batch = s.batch if batch is None else batch
+    if n < 1 or context < 1 or batch < 1:
+        raise UsageError(f"Cannot cost a forward of n={n} tokens x {batch} sequences on a {context}-token prefix: "
+                         f"all must be >= 1.")
     bw = float(machine.bandwidth_bytes_per_s or 0)
     if bw <= 0:
         raise MachineError(f"Cannot compute a roofline for '{getattr(machine, 'name', 'machine')}': "
                            f"bandwidth_bytes_per_s is {machine.bandwidth_bytes_per_s} (expected > 0).")
     peak, key = peak_flops_for(spec, s, machine, compute_dtype)
-    w = weight_bytes_read(spec, s, n)
-    kv = kv_bytes_moved(spec, s, context, n)
-    flops = forward_flops(spec, context, n)
-    mem_s, comp_s = (w + kv) / bw, flops / peak
+    w = weight_bytes_read(spec, s, n * batch)
+    kv = batch * kv_bytes_moved(spec, s, context, n)
+    flops = batch * forward_flops(spec, context, n)
+    r = kernel_ratio(spec, s, getattr(machine, "kind", "gpu"), n * batch, measured_only=batch > 1,
+                     machine_name=str(getattr(machine, "name", "")))
+    comp_s = flops / peak
+    mem_s, mem_lo, mem_hi = ((w * x + kv) / bw for x in (r.central, r.low, r.high))
     if overhead_s is None:
         overhead_s, why = engine_overhead_s(s.engine, spec.n_layers)
     else:
@@ -201,16 +222,35 @@ def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int,
     bound = "memory" if mem_s >= comp_s else "compute"
     src = (f"{LABEL}: max({w + kv} B / {bw:.4g} B/s, {flops:.4g} FLOP / {peak:.4g} FLOP/s {key}) "
            f"+ {overhead_s * 1e3:.3g} ms overhead ({why})")
+    if r.basis != "none":
+        src += f"; {kernels.describe(r, n)}"
     return ForwardCost(seconds=max(mem_s, comp_s) + overhead_s, memory_s=mem_s, compute_s=comp_s,
                        overhead_s=overhead_s, bytes_moved=w + kv, weight_bytes=w, kv_bytes=kv, flops=flops,
-                       bound=bound, n=n, context=context, source=src)
+                       bound=bound, n=n, context=context, source=src,
+                       seconds_low=max(mem_lo, comp_s) + overhead_s, seconds_high=max(mem_hi, comp_s) + overhead_s,
+                       kernel_basis=r.basis)
+
+
+def kernel_ratio(spec: ModelSpec, s: Settings, kind: str, n: int, *, measured_only: bool = False,
+                 machine_name: str = "") -> kernels.Ratio:
+    """t_v(n)/t_v(1) of the engine's small-batch kernels on this machine kind for these weights."""
+    backend = kernels.backend_for_machine(engines.get(s.engine).verify_backend.get(kind), machine_name)
+    scheme = quant.parse_scheme(s.weights_dtype, group_size=s.group_size).kind if s.weights_dtype else None
+    return kernels.ratio(backend, kernels.family(memory.weights(spec, s)[1], scheme), n, measured_only=measured_only)
 
 
 def verify_curve(spec: ModelSpec, machine: MachineLike, *, context: int, n_max: int,
                  settings: Settings | None = None, overhead_s: float | None = None) -> tuple[float, ...]:
     """Roofline t_v(n) for n = 1..n_max (index n-1), ready for speed.predict(verify_s=...)."""
-    return tuple(forward_cost(spec, machine, n=n, context=context, settings=settings,
-                              overhead_s=overhead_s).seconds for n in range(1, n_max + 1))
+    return tuple(c.seconds for c in verify_costs(spec, machine, context=context, n_max=n_max, settings=settings,
+                                                 overhead_s=overhead_s))
+
+
+def verify_costs(spec: ModelSpec, machine: MachineLike, *, context: int, n_max: int,
+                 settings: Settings | None = None, overhead_s: float | None = None) -> tuple[ForwardCost, ...]:
+    """The forward costs behind verify_curve, with the kernel-curve interval of each."""
+    return tuple(forward_cost(spec, machine, n=n, context=context, settings=settings, overhead_s=overhead_s)
+                 for n in range(1, n_max + 1))
 
 
 def draft_step_s(spec: ModelSpec, machine: MachineLike, *, context: int, settings: Settings | None = None,
