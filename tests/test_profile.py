@@ -20,7 +20,7 @@ from planner.speed.diagnosis import (
     expected_tokens_positional,
     verify_slope,
 )
-from planner.speed.profile import Acceptance, ModelCurve, Profile, verify_ratios
+from planner.speed.profile import MeasuredAcceptance, ModelCurve, Profile, verify_ratios
 from planner.speed.profile_file import load_profile, profile_json, save_profile
 
 FIX = Path(__file__).parent / "fixtures" / "probe"
@@ -112,7 +112,7 @@ def test_flat_verify_fast_draft_is_ok_and_jagged_is_noted():
 
 
 def test_acceptance_finding_uses_per_position():
-    acc = Acceptance(alpha=0.5, greedy_match=0.6, per_position=(0.9, 0.1), temperature=1.0, prompts=2,
+    acc = MeasuredAcceptance(alpha=0.5, greedy_match=0.6, per_position=(0.9, 0.1), temperature=1.0, prompts=2,
                      positions=20)
     f = codes(diagnose(curve([1.0, 1.0, 1.0]), curve([0.05]), 0.0, acc))
     # K=1: (1 + 0.9) / 1.05 = 1.8095; K=2: (1 + 0.9 + 0.09) / 1.1 = 1.809 -> K=1
@@ -134,7 +134,7 @@ def test_load_fixture_profile():
 
 
 def test_round_trip_is_exact(tmp_path):
-    acc = Acceptance(alpha=0.71, greedy_match=0.8, per_position=(0.7, 0.72), temperature=0.7, prompts=3,
+    acc = MeasuredAcceptance(alpha=0.71, greedy_match=0.8, per_position=(0.7, 0.72), temperature=0.7, prompts=3,
                      positions=90, alpha_std=0.05, alpha_min=0.6, alpha_max=0.8, by_kind={"code": 0.75},
                      source="teacher-forced")
     p = profile(curve([0.02, 0.021, 0.023], cid="t"), curve([0.002], cid="d"), overhead=0.0005, acceptance=acc)

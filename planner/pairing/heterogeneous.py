@@ -21,7 +21,7 @@ from .vocab import Overlap
 
 
 @dataclass(frozen=True)
-class AcceptanceEstimate:
+class TliEstimate:
     """Expected TLI acceptance from published (overlap, acceptance) points; one pair per point."""
 
     value: float | None
@@ -36,7 +36,7 @@ class Heterogeneous:
 
     overlap: Overlap | None
     algorithms: tuple[Mapping[str, Any], ...]
-    tli_acceptance: AcceptanceEstimate | None
+    tli_acceptance: TliEstimate | None
     homogeneous_reference: Mapping[str, Any] | None
 
 
@@ -58,7 +58,7 @@ def heterogeneous_catalog() -> dict[str, Any]:
     return data
 
 
-def tli_acceptance(overlap: float, points: Sequence[Mapping[str, Any]]) -> AcceptanceEstimate:
+def tli_acceptance(overlap: float, points: Sequence[Mapping[str, Any]]) -> TliEstimate:
     """Expected TLI acceptance at `overlap`, by linear interpolation between published TLI points.
 
     Each point is one model pair on one workload (vLLM PR #38174), so the estimate is an order of
@@ -68,20 +68,20 @@ def tli_acceptance(overlap: float, points: Sequence[Mapping[str, Any]]) -> Accep
     pts = sorted((float(p["overlap"]), float(p["acceptance"]), str(p["source"])) for p in points
                  if str(p.get("path", "")).startswith("TLI"))
     if not pts:
-        return AcceptanceEstimate(None, None, "no published TLI measurement in the catalog", ())
+        return TliEstimate(None, None, "no published TLI measurement in the catalog", ())
     srcs = tuple(sorted({s for *_, s in pts}))
     lo, hi = pts[0], pts[-1]
     if overlap >= hi[0]:
-        return AcceptanceEstimate(hi[1], None, f"overlap {overlap:.3f} >= the highest measured TLI overlap "
+        return TliEstimate(hi[1], None, f"overlap {overlap:.3f} >= the highest measured TLI overlap "
                                   f"{hi[0]}: nearest point, {hi[1]:.2f}", srcs)
     if overlap < lo[0]:
-        return AcceptanceEstimate(None, lo[1], f"overlap {overlap:.3f} is below the measured range "
+        return TliEstimate(None, lo[1], f"overlap {overlap:.3f} is below the measured range "
                                   f"({lo[0]}..{hi[0]}): expect acceptance under {lo[1]:.2f}", srcs)
     for (x0, y0, _), (x1, y1, _) in pairwise(pts):
         if x0 <= overlap <= x1:
             # linear: a = a0 + (overlap - o0) / (o1 - o0) * (a1 - a0)
             a = y0 + (overlap - x0) / (x1 - x0) * (y1 - y0)
-            return AcceptanceEstimate(a, None, f"interpolated between published TLI points ({x0}, {y0}) and "
+            return TliEstimate(a, None, f"interpolated between published TLI points ({x0}, {y0}) and "
                                       f"({x1}, {y1}): {a:.2f}", srcs)
     raise AssertionError("unreachable: overlap inside the measured range")
 

@@ -1,4 +1,4 @@
-"""Acceptance of a draft against a target, measured teacher-forced on real weights.
+"""MeasuredAcceptance of a draft against a target, measured teacher-forced on real weights.
 
 Method (DESIGN.md "Probe"): for each calibration prompt the target generates a continuation
 (greedy at temperature 0, else sampled at the temperature); then one forward of each model over
@@ -27,7 +27,7 @@ from typing import Any
 
 from ..core import constants, jsonio
 from ..core.errors import ConfigError, IncompatiblePair
-from ..speed.profile import Acceptance
+from ..speed.profile import MeasuredAcceptance
 from ..speed.profile_file import read_bounded
 from .real import model_forward, new_cache
 
@@ -130,8 +130,8 @@ def per_position(alphas: Sequence[Sequence[float]], k_max: int) -> tuple[float, 
 
 
 def summarize(kinds: Sequence[str], alphas: Sequence[Sequence[float]], greedy: Sequence[Sequence[float]], *,
-              temperature: float, k_max: int, source: str) -> Acceptance:
-    """Pool per-position values into the Acceptance record (alpha pooled over positions)."""
+              temperature: float, k_max: int, source: str) -> MeasuredAcceptance:
+    """Pool per-position values into the MeasuredAcceptance record (alpha pooled over positions)."""
     flat = [x for a in alphas for x in a]
     flat_g = [x for g in greedy for x in g]
     per_prompt = [sum(a) / len(a) for a in alphas if a]
@@ -139,7 +139,7 @@ def summarize(kinds: Sequence[str], alphas: Sequence[Sequence[float]], greedy: S
     for kind, a in zip(kinds, alphas, strict=True):
         if a:
             by_kind.setdefault(kind, []).append(sum(a) / len(a))
-    return Acceptance(alpha=min(1.0, sum(flat) / len(flat)), greedy_match=sum(flat_g) / len(flat_g),
+    return MeasuredAcceptance(alpha=min(1.0, sum(flat) / len(flat)), greedy_match=sum(flat_g) / len(flat_g),
                       per_position=tuple(min(1.0, x) for x in per_position(alphas, k_max)),
                       temperature=temperature, prompts=len(per_prompt), positions=len(flat),
                       alpha_std=statistics.pstdev(per_prompt) if len(per_prompt) > 1 else 0.0,
@@ -194,7 +194,7 @@ def position_values(p_logits: Any, q_logits: Any, temperature: float) -> tuple[l
 def measure_acceptance(target: Any, draft: Any, tokenizer: Any, prompts: Sequence[Prompt], *, temperature: float,
                        max_new_tokens: int, k_max: int, device: str, seed: int, deadline: Any,
                        draft_tokenizer: Any = None, progress: Callable[[str, float], None] | None = None
-                       ) -> Acceptance:
+                       ) -> MeasuredAcceptance:
     """Teacher-forced acceptance of `draft` against `target` over the prompts (stops at the deadline).
 
     Raises:

@@ -19,7 +19,7 @@ from typing import Any
 from ..core.errors import UsageError
 from ..core.spec import ModelSpec
 from ..speed.diagnosis import diagnose
-from ..speed.profile import Acceptance, ModelCurve, Profile
+from ..speed.profile import MeasuredAcceptance, ModelCurve, Profile
 from . import require_torch
 from .acceptance import measure_acceptance
 from .curves import probe_model, time_rollback, time_stacks
@@ -100,7 +100,7 @@ def _scaled(progress: Progress | None, lo: float, width: float) -> Progress | No
 
 
 def _finish(tcurve: ModelCurve, dcurve: ModelCurve | None, *, vocab: int, st: ProbeSettings, device: str,
-            budget: float, dl: Deadline, backend: str, dtype: str, acceptance: Acceptance | None,
+            budget: float, dl: Deadline, backend: str, dtype: str, acceptance: MeasuredAcceptance | None,
             notes: Sequence[str], progress: Progress | None) -> Profile:
     """Measure the per-round overhead and assemble the profile with its diagnosis."""
     if progress:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 
 from ..core import constants
 from . import model as speed
-from .profile import Acceptance, Finding, ModelCurve
+from .profile import Finding, MeasuredAcceptance, ModelCurve
 
 
 def verify_slope(verify_s: Sequence[float], n: int | None = None) -> float:
@@ -107,7 +107,7 @@ def _draft_findings(target: ModelCurve, draft: ModelCurve) -> list[Finding]:
 
 
 def diagnose(target: ModelCurve, draft: ModelCurve | None, overhead_s: float,
-             acceptance: Acceptance | None = None) -> tuple[Finding, ...]:
+             acceptance: MeasuredAcceptance | None = None) -> tuple[Finding, ...]:
     """Name the mechanism that makes speculation pay or not, from the measured ratios.
 
     Args:

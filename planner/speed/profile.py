@@ -49,7 +49,7 @@ class ModelCurve:
 
 
 @dataclass(frozen=True)
-class Acceptance:
+class MeasuredAcceptance:
     """Measured acceptance of a draft against a target (teacher-forced, DESIGN.md "Probe").
 
     `alpha` = mean over positions of sum_x min(p(x), q(x)) at `temperature` (Leviathan et al.
@@ -96,7 +96,7 @@ class Profile:
     target: ModelCurve
     draft: ModelCurve | None
     overhead_s: float
-    acceptance: Acceptance | None = None
+    acceptance: MeasuredAcceptance | None = None
     diagnosis: tuple[Finding, ...] = ()
     overhead_parts: Mapping[str, float] = field(default_factory=dict)
     versions: Mapping[str, str] = field(default_factory=dict)

@@ -19,7 +19,7 @@ from typing import Any
 from ..core import constants, jsonio
 from ..core.atomic import atomic_write
 from ..core.errors import ProfileError
-from .profile import SCHEMA_VERSION, SEVERITIES, Acceptance, Finding, ModelCurve, Profile
+from .profile import SCHEMA_VERSION, SEVERITIES, Finding, MeasuredAcceptance, ModelCurve, Profile
 
 
 def curve_json(c: ModelCurve) -> dict[str, Any]:
@@ -28,7 +28,7 @@ def curve_json(c: ModelCurve) -> dict[str, Any]:
             "layers_timed": c.layers_timed, "layers_total": c.layers_total, "notes": list(c.notes)}
 
 
-def acceptance_json(a: Acceptance) -> dict[str, Any]:
+def acceptance_json(a: MeasuredAcceptance) -> dict[str, Any]:
     return {"alpha": a.alpha, "greedy_match": a.greedy_match, "per_position": list(a.per_position),
             "temperature": a.temperature, "prompts": a.prompts, "positions": a.positions,
             "alpha_std": a.alpha_std, "alpha_min": a.alpha_min, "alpha_max": a.alpha_max,
@@ -139,12 +139,12 @@ def _curve_from(r: _Reader, d: Mapping, path: str, *, need_verify: bool) -> Mode
                       notes=r.texts(d, "notes", path))
 
 
-def _acceptance_from(r: _Reader, d: Mapping) -> Acceptance:
+def _acceptance_from(r: _Reader, d: Mapping) -> MeasuredAcceptance:
     p = "acceptance."
     kinds = d.get("by_kind", {})
     if not isinstance(kinds, dict):
         raise r.fail(f"{p}by_kind", "an object", kinds)
-    return Acceptance(alpha=r.number(d, "alpha", p, hi=1.0), greedy_match=r.number(d, "greedy_match", p, hi=1.0),
+    return MeasuredAcceptance(alpha=r.number(d, "alpha", p, hi=1.0), greedy_match=r.number(d, "greedy_match", p, hi=1.0),
                       per_position=r.numbers(d, "per_position", p, hi=1.0, strict_lo=False, min_len=0, default=()),
                       temperature=r.number(d, "temperature", p),
                       prompts=r.integer(d, "prompts", p, lo=1), positions=r.integer(d, "positions", p, lo=1),
