@@ -8,14 +8,43 @@ Prompts are encoded as plain text: chat templates from strangers are never rende
 
 from __future__ import annotations
 
+import contextlib
+import io
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import IncompatiblePair, UsageError
+from ..core.errors import IncompatiblePair, ModelNotFound, UsageError
 from ..probe import require_torch
 from ..probe.acceptance import MAX_PROMPT_TOKENS, Prompt
-from ..probe.real import check_local_model, load_causal_lm
+from ..probe.real import check_local_model, check_tokenizer, load_causal_lm, load_errors, load_tokenizer
+from ..sources.gguf_header import read_header as read_gguf_header
+
+
+def check_model(ref: str) -> Path:
+    """The path of a model the bench can load, checked without loading any weights.
+
+    A .gguf file must exist and have a valid GGUF header; a folder must hold config.json, readable
+    safetensors headers and tokenizer files. The bench checks both models before it loads either.
+
+    Raises:
+        ModelNotFound: no such file or folder.
+        UsageError: neither a folder nor a .gguf file, or a folder without config.json / safetensors.
+        HeaderError: a truncated or corrupt safetensors or GGUF file.
+        SourceError: a folder without tokenizer files.
+    """
+    p = Path(ref).expanduser()
+    if not p.exists():
+        raise ModelNotFound(f"Cannot bench '{ref}': no such file or folder (expected a local model folder with "
+                            f"config.json and *.safetensors, or a .gguf file). Check the path.", p)
+    if p.suffix == ".gguf" and p.is_file():
+        read_gguf_header(p)
+        return p
+    if not p.is_dir():
+        raise UsageError(f"Cannot bench '{ref}': it is neither a model folder nor a .gguf file (expected a local "
+                         f"folder with config.json and *.safetensors, or a .gguf file). Pass one of those.")
+    check_local_model(p)
+    return check_tokenizer(p)
 
 
 def load_model(ref: str, *, device: str, dtype: str = "F32") -> tuple[Any, Any]:
@@ -23,25 +52,29 @@ def load_model(ref: str, *, device: str, dtype: str = "F32") -> tuple[Any, Any]:
 
     Raises:
         UsageError: not a local folder with safetensors weights or a .gguf file; transformers missing.
+        ModelNotFound, HeaderError, SourceError: see `check_model`; or transformers cannot load the model
+            or its tokenizer (one line naming the file and the error).
     """
     torch = require_torch("bench")
-    p = Path(ref).expanduser()
+    p = check_model(ref)
     try:
-        from transformers import AutoModelForCausalLM, AutoTokenizer
+        from transformers import AutoModelForCausalLM
         from transformers.utils import logging as hf_logging
     except ImportError as e:
         raise UsageError("Cannot run the bench: transformers is not installed (expected it with torch). "
                          "Install it with 'pip install spec-planner[real]'.") from e
     hf_logging.disable_progress_bar()
     torch_dtype = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}[dtype]
-    if p.is_file() and p.suffix == ".gguf":
-        kw = {"gguf_file": p.name, "trust_remote_code": False}
-        model = AutoModelForCausalLM.from_pretrained(str(p.parent), dtype=torch_dtype, **kw)
-        tok = AutoTokenizer.from_pretrained(str(p.parent), **kw)
+    if p.suffix == ".gguf":
+        # transformers de-quantises GGUF tensors under a raw tqdm bar on stderr, which its progress-bar
+        # switch does not reach: the bench's stderr keeps to its own lines.
+        with load_errors(p, "the GGUF model"), contextlib.redirect_stderr(io.StringIO()):
+            model = AutoModelForCausalLM.from_pretrained(str(p.parent), gguf_file=p.name, dtype=torch_dtype,
+                                                         trust_remote_code=False)
+        tok = load_tokenizer(p.parent, gguf_file=p.name)
     else:
-        check_local_model(p)
         model = load_causal_lm(p, device=device, dtype=dtype)
-        tok = AutoTokenizer.from_pretrained(str(p), trust_remote_code=False)
+        tok = load_tokenizer(p)
     return model.to(device).eval(), tok
 
 

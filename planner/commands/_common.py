@@ -1,5 +1,7 @@
 """What the command faces share: the typer app they register on, JSON out, warnings, and small flag helpers.
 
+`--draft` as a drafting method is in _methods.py (only memory and fit take one).
+
 `planner.cli` imports `app` from here and runs it; no command imports `planner.cli`.
 """
 
@@ -11,16 +13,21 @@ from typing import Any
 import typer
 
 from .. import engines
+from ..core.constants import JSON_SCHEMA_VERSION
 from ..core.errors import one_line
-from ..drafting import DraftingMethod, DraftModel
-from ..sources import load_spec
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Plan speculative decoding before you deploy: fit, compatibility, speed-up.")
 
 
 def emit(data: Any) -> None:
-    """JSON to stdout."""
+    """JSON to stdout. An object starts with `"schema_version"` (docs/json.md); a list is printed as it is.
+
+    Why lists stay bare: `catalog --json` and `machines list --json` have always printed a list, and
+    wrapping it in an object would break every consumer that iterates over it.
+    """
+    if isinstance(data, dict):
+        data = {"schema_version": JSON_SCHEMA_VERSION, **data}
     typer.echo(json.dumps(data, indent=2, sort_keys=False))
 
 
@@ -45,14 +52,3 @@ def engine_for_machine(name: str, kind: str, source: str | None = None) -> str:
     if name.strip().lower() == "auto":
         return engines.default_engine(kind, gguf=source == "gguf")
     return engines.canonical(name)
-
-
-def load_method(ref: str | None, **kw: Any) -> DraftingMethod | None:
-    """--draft REF as a drafting method (a separate draft checkpoint), or None without --draft.
-
-    Raises:
-        PlannerError: the draft cannot be read (same forms as the target).
-    """
-    if not ref:
-        return None
-    return DraftModel(load_spec(ref, **kw), ref)

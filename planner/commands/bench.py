@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Annotated
 
 import typer
-from tabulate import tabulate
 
 from ..bench.decode import HFStepper
-from ..bench.models import encode_prompts, load_model
-from ..bench.runner import bench_clock, choose_k, result_json, run_pair
+from ..bench.models import check_model, encode_prompts, load_model
+from ..bench.runner import BenchResult, bench_clock, choose_k, result_json, run_pair
 from ..core.constants import DEFAULT_MAX_K
 from ..core.errors import UsageError
-from ..probe.acceptance import load_prompts
-from ..probe.device import resolve_device
+from ..core.fmt import tabulate
+from ..probe.acceptance import Prompt, load_prompts
+from ..probe.device import cpu_threads, resolve_device
+from ..probe.settings import check_threads
 from ..probe.timing import sync as device_sync
 from ._common import app, emit, warn
 from ._options import JsonOpt
@@ -31,6 +33,8 @@ DeviceOpt = Annotated[str, typer.Option("--device", help="cpu | cuda | mps | aut
 DtypeOpt = Annotated[str, typer.Option("--dtype", help="f32 | bf16 | f16 (compute dtype of both models).")]
 ClockOpt = Annotated[str, typer.Option("--clock", help="wall | thread (CPU time of one torch thread: immune to "
                                                        "other processes on a shared machine; CPU only).")]
+ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads for torch, 1..the CPU count "
+                                                                  "(default: torch's; --clock thread: 1).")]
 
 
 @app.command()
@@ -46,6 +50,7 @@ def bench(
     device: DeviceOpt = "cpu",
     dtype: DtypeOpt = "f32",
     clock: ClockOpt = "wall",
+    threads: ThreadsOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Measure baseline and speculative tokens/s on the same prompts, acceptance in every convention,
@@ -58,14 +63,53 @@ def bench(
       planner bench ./smollm2-360m --draft ./smollm2-135m --k auto --tokens 64
       planner bench .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --draft .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --json
     """
-    dev = resolve_device(device)
-    clock_fn = bench_clock(clock, dev)
+    kk = _k(k)
+    check_threads(threads)
+    if clock == "thread" and threads not in (None, 1):
+        raise UsageError(f"Cannot bench with --clock thread and --threads {threads} (expected --threads 1: "
+                         f"one thread's CPU time misses the work of the others). Drop --threads.")
     dt = {"f32": "F32", "fp32": "F32", "bf16": "BF16", "f16": "F16", "fp16": "F16"}.get(dtype.lower())
     if dt is None:
         raise UsageError(f"Cannot bench with --dtype '{dtype}' (expected f32, bf16 or f16).")
+    dev = resolve_device(device)
+    clock_fn = bench_clock(clock, dev)
+    for ref in (target, draft):  # every input checked before either model loads
+        check_model(ref)
+    plist = load_prompts(prompts)
+    with cpu_threads(threads):
+        res = _run(target, draft, dev=dev, dt=dt, k=kk, tokens=tokens, prompts=plist, max_prompts=max_prompts,
+                   repeats=repeats, temperature=temperature, clock=clock_fn)
+    if as_json:
+        emit(result_json(res))
+    else:
+        typer.echo(bench_text(res))
+    ok = res.measured_speedup > 1.0 and res.greedy_identical is not False
+    raise typer.Exit(0 if ok else 1)
+
+
+def _k(k: str) -> int | None:
+    """--k as an int, or None for 'auto'.
+
+    Raises:
+        UsageError: not 'auto' or an integer in 1..32.
+    """
+    if k == "auto":
+        return None
+    try:
+        kk = int(k)
+    except ValueError as e:
+        raise UsageError(f"Cannot use --k '{k}' (expected a positive integer or 'auto').") from e
+    if not 1 <= kk <= 32:
+        raise UsageError(f"Cannot use --k {kk} (expected 1..32).")
+    return kk
+
+
+def _run(target: str, draft: str, *, dev: str, dt: str, k: int | None, tokens: int, prompts: Sequence[Prompt],
+         max_prompts: int, repeats: int, temperature: float, clock: Callable[[], float]) -> BenchResult:
+    """Load both models, take K (None: let the speed model choose it), and run the pair."""
     tmodel, ttok = load_model(target, device=dev, dtype=dt)
     dmodel, dtok = load_model(draft, device=dev, dtype=dt)
-    ids = encode_prompts(ttok, load_prompts(prompts), dtok, limit=max_prompts)
+    ids = encode_prompts(ttok, prompts, dtok, limit=max_prompts)
 
     def sync() -> None:
         device_sync(dev)
@@ -76,25 +120,12 @@ def bench(
     def make_draft() -> HFStepper:
         return HFStepper(dmodel)
 
-    if k == "auto":
-        kk, _ = choose_k(make_target, make_draft, ids[0], k_max=DEFAULT_MAX_K, tokens=tokens, temperature=temperature,
-                         sync=sync)
-        warn(f"--k auto: the speed model chose K={kk} from an exploratory run")
-    else:
-        try:
-            kk = int(k)
-        except ValueError as e:
-            raise UsageError(f"Cannot use --k '{k}' (expected a positive integer or 'auto').") from e
-        if not 1 <= kk <= 32:
-            raise UsageError(f"Cannot use --k {kk} (expected 1..32).")
-    res = run_pair(make_target, make_draft, ids, k=kk, tokens=tokens, temperature=temperature, repeats=repeats,
-                   sync=sync, clock=clock_fn)
-    if as_json:
-        emit(result_json(res))
-    else:
-        typer.echo(bench_text(res))
-    ok = res.measured_speedup > 1.0 and res.greedy_identical is not False
-    raise typer.Exit(0 if ok else 1)
+    if k is None:
+        k, _ = choose_k(make_target, make_draft, ids[0], k_max=DEFAULT_MAX_K, tokens=tokens, temperature=temperature,
+                        sync=sync)
+        warn(f"--k auto: the speed model chose K={k} from an exploratory run")
+    return run_pair(make_target, make_draft, ids, k=k, tokens=tokens, temperature=temperature, repeats=repeats,
+                    sync=sync, clock=clock)
 
 
 def bench_text(r) -> str:

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import typer
-from tabulate import tabulate
 
+from ..core.fmt import tabulate
 from ..sources import catalog
 from ._common import app, emit
 from ._options import JsonOpt

@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from tabulate import tabulate
 
 from ..core.atomic import atomic_write
+from ..core.fmt import tabulate
 from ..plan import check as C
 from ..plan.check import FAIL, PASS, SKIP
 from ..plan.policy import load_policy
+from ..render.check_values import format_value
 from ..render.junit import Case
 from ..render.junit import render as render_junit
-from ..render.text import format_value
 from ._common import app, emit, split_values
 from ._options import ConfigOpt, DeploymentOpt, JsonOpt
 

@@ -5,11 +5,10 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from tabulate import tabulate
 
 from ..core.constants import DEFAULT_CONTEXT
 from ..core.errors import PlannerError
-from ..core.fmt import fmt_bytes
+from ..core.fmt import fmt_bytes, tabulate
 from ..core.units import parse_bytes, parse_tokens
 from ..fits import fit as fitmod
 from ..fits import verdict as verdictmod
@@ -19,7 +18,8 @@ from ..fits.machine_lookup import resolve_machine
 from ..fits.memory import Settings
 from ..render import text as report
 from ..sources import catalog, load_spec
-from ._common import app, emit, engine_for, load_method, warn
+from ._common import app, emit, engine_for, warn
+from ._methods import load_method
 from ._options import (
     ContextOpt,
     DraftContextOpt,

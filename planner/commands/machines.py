@@ -5,9 +5,8 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from tabulate import tabulate
 
-from ..core.fmt import fmt_bytes
+from ..core.fmt import fmt_bytes, tabulate
 from ..fits.machine import describe
 from ..fits.machine_catalog import catalog_entries
 from ..fits.machine_detect import detect

@@ -9,7 +9,8 @@ from ..core.units import parse_bytes, parse_tokens
 from ..fits import memory as mem
 from ..render import text as report
 from ..sources import load_spec
-from ._common import app, emit, engine_for, load_method, warn
+from ._common import app, emit, engine_for, warn
+from ._methods import load_method
 from ._options import (
     ContextOpt,
     DraftContextOpt,

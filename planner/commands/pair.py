@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from tabulate import tabulate
 
 from .. import engines
+from ..core.fmt import tabulate
 from ..core.units import parse_tokens
 from ..pairing import pair as pairing
 from ..sources import load_spec

@@ -9,11 +9,11 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from tabulate import tabulate
 
 from .. import engines
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
 from ..core.errors import UsageError
+from ..core.fmt import tabulate
 from ..core.units import parse_tokens
 from ..probe import require_torch
 from ..probe.acceptance import load_prompts
@@ -21,7 +21,7 @@ from ..probe.device import now
 from ..probe.importers import import_file, profile_from_import
 from ..probe.llamacpp import probe_gguf
 from ..probe.runner import run_real, run_synthetic
-from ..probe.settings import ProbeSettings
+from ..probe.settings import ProbeSettings, check_threads
 from ..sources import load_spec
 from ..speed.profile import Profile
 from ..speed.profile_file import profile_json, save_profile
@@ -45,8 +45,8 @@ RealOpt = Annotated[bool, typer.Option("--real", help="Use the real weights (loc
 PromptsOpt = Annotated[Path | None, typer.Option("--prompts", help="Calibration prompts (JSON or one per line).")]
 NewTokensOpt = Annotated[int, typer.Option("--new-tokens", help="Continuation length per prompt (acceptance).",
                                            min=2, max=4096)]
-ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads for torch (default: torch's).",
-                                                min=1)]
+ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads for torch or llama.cpp, 1..the CPU "
+                                                                  "count (default: the library's).")]
 RepeatsOpt = Annotated[int, typer.Option("--repeats", help="Timed repeats per point (median).", min=1, max=1000)]
 SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for weights, caches and sampling.")]
 ClockOpt = Annotated[str, typer.Option("--clock", help="wall (default) | thread: this thread's CPU time, for "
@@ -186,6 +186,7 @@ def probe_cmd(
       planner probe --import bench-8b.md --import-draft bench-1b.md --out profile.json --json
     """
     ctx = parse_tokens(context)
+    check_threads(threads)  # here, not as a typer range: one error line, and the ceiling is this machine's
     inputs: list[Path] = [*(import_files or []), *([import_draft] if import_draft else []),
                           *([prompts] if prompts else []), *(Path(r) for r in (target, draft) if r)]
     if import_files:

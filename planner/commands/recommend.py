@@ -15,6 +15,7 @@ from ..drafting import DraftModel
 from ..fits.fit import default_layout
 from ..fits.machine_lookup import resolve_machine
 from ..plan import recommend as P
+from ..plan.load import parse_batches
 from ..probe.runner import run_synthetic
 from ..probe.settings import ProbeSettings
 from ..sources import load_spec
@@ -30,7 +31,6 @@ from ._options import (
     MachineOpt,
     MaxKOpt,
     ModelArg,
-    ParallelBatchOpt,
     PpOpt,
     ProfileOpt,
     RecEngineOpt,
@@ -48,6 +48,9 @@ KvOpt = Annotated[str | None, typer.Option("--kv-dtype", help="Only this KV cach
                                                               "engine's unquantised and 8-bit types).")]
 ProbeFlag = Annotated[bool, typer.Option("--probe", help="Measure costs now with a quick synthetic probe "
                                                          "(needs torch; this machine only).")]
+BatchesOpt = Annotated[str, typer.Option(
+    "--batch", "-b", "--parallel", "-np",
+    help="Concurrent sequences. A list (1,8,32,128) prices every plan at each and finds the crossover.")]
 KOpt = Annotated[int | None, typer.Option("--k", help="Judge every plan at this K (the one you deploy), even "
                                                       "when it is slower; default: the best K.", min=1)]
 DraftWeightsOpt = Annotated[str | None, typer.Option(
@@ -64,7 +67,7 @@ def recommend(
     pp: PpOpt = None,
     utilization: UtilizationOpt = None,
     context: ContextOpt = str(DEFAULT_CONTEXT),
-    batch: ParallelBatchOpt = 1,
+    batch: BatchesOpt = "1",
     engine: RecEngineOpt = "auto",
     candidates: CandidatesOpt = None,
     profile: ProfileOpt = None,
@@ -90,6 +93,8 @@ def recommend(
       planner recommend llama-3.3-70b-instruct --machine 2x-rtx-4090 --profile probe.json --json
       planner recommend target.gguf --candidates small.gguf,tiny.gguf --machine rtx-4090
     """
+    batches = parse_batches(batch)
+    batch = batches[0]  # the first value sizes memory and ranks the plans
     spec = load_spec(target, revision=revision)
     m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
     eng = engine_for_machine(engine, m.kind, spec.source)
@@ -120,7 +125,7 @@ def recommend(
                       costs_for=costs_for, given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
                       kv_dtypes=[kv_dtype] if kv_dtype else None, utilization=utilization, temperature=temperature,
                       weights_dtype=weights_dtype, k_fixed=k,
-                      draft_weights_dtype=draft_weights_dtype)
+                      draft_weights_dtype=draft_weights_dtype, batches=batches)
     if as_json:
         emit(recommendation_json(rec))
     else:
@@ -161,9 +166,19 @@ def option_json(o: Any) -> dict[str, Any]:
                                                   "source": a.source},
             "costs_source": o.costs_source,
             "baseline_tokens_per_s": round(o.baseline_tokens_per_s, 3) if o.baseline_tokens_per_s else None,
+            **({"per_batch": [batch_json(p) for p in o.per_batch], "crossover_batch": o.crossover_batch}
+               if o.per_batch else {}),
             "break_even_alpha": o.prediction.break_even_alpha if o.prediction else None,
             "speedup_by_k": [round(x, 4) for x in o.prediction.speedup_by_k] if o.prediction else [],
             "launch": o.launch}
+
+
+def batch_json(p: Any) -> dict[str, Any]:
+    return {"batch": p.batch, "k": p.k, "speedup": round(p.speedup, 4),
+            "speedup_interval": [round(x, 4) for x in p.speedup_interval], "verdict": p.verdict,
+            "tokens_per_s_per_seq": round(p.tokens_per_s_per_seq, 3), "tokens_per_s": round(p.tokens_per_s, 3),
+            "baseline_tokens_per_s": round(p.baseline_tokens_per_s, 3), "fits": p.fits,
+            "headroom_bytes": p.headroom_bytes}
 
 
 def recommendation_json(rec: Any) -> dict[str, Any]:
@@ -204,6 +219,11 @@ def recommendation_text(rec: Any) -> str:
     else:
         lines.append("RECOMMENDED  no speculation: plain decoding")
     lines += [f"  - {r}" for r in c.reasons]
+    if c.per_batch:
+        cross = (f"speculation stops paying at {c.crossover_batch} concurrent sequences" if c.crossover_batch
+                 else f"speculation pays up to {c.per_batch[-1].batch} concurrent sequences")
+        lines.append("under load: " + ", ".join(f"B={p.batch} {p.speedup:.2f}x (K={p.k})" for p in c.per_batch)
+                     + f"; {cross} (per-sequence scheduler costs not modelled)")
     lines.append("")
     for key, value in c.launch.items():
         lines.append(f"{key}:")

@@ -61,6 +61,9 @@ DEFAULT_CONTEXT = 4096
 # Largest K (tokens drafted per round) searched when --max-k is not given: published optima sit at
 # K = 3-6 and the verify curve past 8 rarely pays (docs/speed.md).
 DEFAULT_MAX_K = 8
+# The `schema_version` every `--json` object starts with (docs/json.md): additive changes keep it,
+# a removed or renamed key (or a changed meaning or unit) raises it.
+JSON_SCHEMA_VERSION = 1
 
 # --- bounds on untrusted inputs -------------------------------------------------
 # safetensors: same cap as huggingface_hub (SAFETENSORS_MAX_HEADER_LENGTH, 25 MB).

@@ -1,4 +1,5 @@
 """Numbers for people: bytes in binary units, counts with K/M/B/T. The only unit formatting there is.
+Also the text-table helper every face draws with (`tabulate`, loading the library on first use).
 
 Why in core: renderers (render/), the policy judge (plan/check.py) and the command faces (commands/)
 all print sizes; each imports these from below instead of from one another. Computation never
@@ -6,6 +7,8 @@ formats: it keeps integers of bytes and counts.
 """
 
 from __future__ import annotations
+
+from typing import Any
 
 
 def fmt_bytes(n: int | float | None) -> str:
@@ -37,3 +40,19 @@ def fmt_count(n: int | None) -> str:
         if n >= size:
             return f"{n / size:.2f}{unit}"
     return str(n)
+
+
+def tabulate(rows: Any, headers: Any = (), **kwargs: Any) -> str:
+    """A text table: `tabulate.tabulate`, imported on the first table drawn.
+
+    Why lazy: importing tabulate costs ~10 ms (it loads importlib.metadata, email, html), and
+    `--json` runs and most command paths never draw a table.
+
+    Example:
+        >>> print(tabulate([["a", 1]], headers=["k", "v"], tablefmt="plain"))
+        k      v
+        a      1
+    """
+    from tabulate import tabulate as _tabulate
+
+    return _tabulate(rows, headers=headers, **kwargs)

@@ -30,6 +30,8 @@ from ..speed import acceptance as acc
 from ..speed import model as speed
 from ..speed import roofline
 from ..speed.model import Costs
+from . import load
+from .load import BatchPoint
 
 # Per engine (engines/*.py): the KV cache types worth trying, unquantised first (Engine.kv_options: quantised
 # KV is not lossless), its own pairing verdict, and whether a refusal has a heterogeneous-vocabulary
@@ -65,6 +67,10 @@ class Option:
     prediction: speed.Prediction | None = None
     launch: dict[str, Any] = field(default_factory=dict)
     style_match: bool = True  # base/instruct style equals the target's (or unknown)
+    per_batch: tuple[BatchPoint, ...] = ()  # the plan at each concurrency of a --batch list (plan/load.py)
+    crossover_batch: int | None = None  # smallest of those where speculation stops paying
+    method: DraftingMethod | None = field(default=None, compare=False, repr=False)  # what was priced
+    problem: fit.Problem | None = field(default=None, compare=False, repr=False)
 
     @property
     def usable(self) -> bool:
@@ -235,7 +241,8 @@ def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compat
                   fits=headroom >= 0, headroom_bytes=headroom, compatible=compatible, fallback=fallback,
                   reasons=tuple(reasons), acceptance=alpha, costs_source=costs.source,
                   baseline_tokens_per_s=1.0 / costs.verify_s[0], prediction=pred,
-                  launch=launch, style_match=_style_match(problem.target, method.resident_model()))
+                  launch=launch, style_match=_style_match(problem.target, method.resident_model()),
+                  method=method, problem=problem)
 
 
 def _style_match(target: ModelSpec, draft: ModelSpec | None) -> bool:
@@ -265,7 +272,7 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
               measured_acceptance: dict[str, acc.Acceptance] | None = None, k_max: int = DEFAULT_MAX_K,
               kv_dtypes: Sequence[str] | None = None, utilization: float | None = None,
               temperature: float = 0.0, weights_dtype: str | None = None, k_fixed: int | None = None,
-              draft_weights_dtype: str | None = None) -> Recommendation:
+              draft_weights_dtype: str | None = None, batches: Sequence[int] | None = None) -> Recommendation:
     """Rank candidate drafts x KV dtype on `machine` and pick one, or none.
 
     Args:
@@ -278,6 +285,7 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
         weights_dtype: re-size both models' weights (int4, q4_k, fp8, ...), as `planner memory` (a method's own
             weights_dtype, --draft-weights-dtype, wins for its model).
         k_fixed: judge every plan at this K (the one you deploy) instead of the best K.
+        batches: concurrencies to price every usable plan at (a `--batch` list; roofline costs only).
 
     Raises:
         MachineError: roofline needed but the machine has no bandwidth figure.
@@ -302,12 +310,13 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
             notes.append(f"no catalog draft shares this target's tokenizer ({how}); pass --candidates")
     launch_in = engines.LaunchInput(target=target_ref, draft=None, k=1, context=context, tp=layout.tp,
                                     temperature=temperature, batch=batch, weights_quant=weights_dtype)
+    roofline_costs_used = costs_for is None
     if costs_for is None:
         roof = roofline_machine(machine, layout, engine)
         curves: dict[tuple, tuple[roofline.ForwardCost, ...]] = {}  # the target's depend on the KV type only
 
         def costs_for(method: DraftingMethod, s: Settings) -> Costs:
-            key = (s.kv_dtype, s.context)
+            key = (s.kv_dtype, s.context, s.batch)
             if key not in curves:
                 curves[key] = roofline.verify_costs(target, roof, context=s.context, n_max=k_max + 1, settings=s)
             return roofline_verify(curves[key], method.step_s(roof, s), roof.name)
@@ -324,12 +333,29 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
                                   draft_settings=method.settings_for(s), utilization=utilization)
             options.append(evaluate_option(problem, method, compat, costs_for(method, s), alpha, k_max, kv,
                                            launch_in, engine, k_fixed=k_fixed))
+    if batches and len(set(batches)) > 1:
+        if roofline_costs_used:
+            options = [under_load(o, batches, k_max, k_fixed, costs_for) if o.usable else o for o in options]
+        else:
+            notes.append("--batch list: measured costs are for one sequence; the per-batch curve needs the roofline")
     ranked = rank(options)
     choice = _choose(ranked, base_headroom >= 0, launch_in, engine)
     return Recommendation(target=target.id, target_ref=target_ref, machine=machine.name, engine=engine,
                           context=context, batch=batch, baseline_fits=base_headroom >= 0,
                           baseline_headroom_bytes=base_headroom, plans=tuple(ranked), choice=choice,
                           tokenizer_family=family, tokenizer_match=how, notes=tuple(notes))
+
+
+def under_load(o: Option, batches: Sequence[int], k_max: int, k_fixed: int | None, costs_for: Any) -> Option:
+    """The option at every concurrency of `batches` (costs re-priced at each) and its crossover."""
+    method, problem = o.method, o.problem
+
+    def point(b: int) -> BatchPoint:
+        s = replace(problem.settings, batch=b)
+        q = replace(problem, settings=s, draft_settings=method.settings_for(s))
+        return load.batch_point(b, q, costs_for(method, s), o.acceptance, k_max, k_fixed)
+    points = load.batch_curve(batches, point)
+    return replace(o, per_batch=points, crossover_batch=load.crossover_batch(points))
 
 
 def _choose(ranked: Sequence[Option], base_fits: bool, launch_in: engines.LaunchInput, engine: str) -> Option:

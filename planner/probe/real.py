@@ -11,25 +11,57 @@ no pickle, no remote code, no network.
 
 from __future__ import annotations
 
+import contextlib
 import inspect
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from ..core.errors import UsageError
+from ..core.errors import PlannerError, SourceError, UsageError
 from ..core.spec import ModelSpec
+from ..sources.safetensors import read_dir_tensors
 from . import require_torch
+from .device import is_out_of_memory
 from .synthetic_shapes import DTYPE_BYTES, TORCH_DTYPES
 from .timing import Deadline, sync
 
 PREFILL_CHUNK = 512
+# Files a transformers tokenizer is built from (fast: tokenizer.json; slow: the vocabulary files).
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer.model", "spiece.model", "vocab.json", "vocab.txt", "tekken.json",
+                   "tiktoken.model")
+
+
+@contextlib.contextmanager
+def load_errors(path: str | Path, what: str) -> Iterator[None]:
+    """transformers' errors while loading `what` from `path`, as one SourceError line.
+
+    Why: from_pretrained raises whatever its readers raise (OSError, ValueError, KeyError, JSON and
+    safetensors errors, the tokenizers library's own exceptions) with a traceback; a bad input must
+    end in one line and exit 2. Planner errors and out-of-memory errors pass through unchanged.
+
+    Raises:
+        SourceError: loading failed.
+    """
+    try:
+        yield
+    except PlannerError:
+        raise
+    except Exception as e:  # translating a third-party error at the boundary
+        if is_out_of_memory(e):
+            raise
+        reason = (str(e).strip().split("\n", 1)[0] or "no message")[:200]
+        raise SourceError(f"Cannot load {what} from '{path}': transformers failed ({type(e).__name__}: {reason}). "
+                          f"Check that the files are complete and that this transformers version supports the model.",
+                          path) from e
 
 
 def check_local_model(path: str | Path) -> Path:
-    """A local model directory with config.json and *.safetensors weights, or a clear error.
+    """A local model directory with config.json and *.safetensors weights whose headers read, or a clear error.
 
     Raises:
         UsageError: not a directory, no config.json, or no safetensors weights.
+        HeaderError: a safetensors file is truncated or its header is invalid.
     """
     p = Path(path)
     if not p.is_dir():
@@ -41,7 +73,36 @@ def check_local_model(path: str | Path) -> Path:
     if not any(p.glob("*.safetensors")):
         raise UsageError(f"Cannot load real weights from '{p}': no *.safetensors file (expected safetensors "
                          f"weights; pickled .bin weights are never loaded). Convert the weights to safetensors.")
+    read_dir_tensors(p)  # HeaderError for a truncated or corrupt file, before transformers reads any weights
     return p
+
+
+def check_tokenizer(path: str | Path) -> Path:
+    """A local model directory that holds tokenizer files, or a clear error.
+
+    Raises:
+        SourceError: none of TOKENIZER_FILES is there.
+    """
+    p = Path(path)
+    if not any((p / name).is_file() for name in TOKENIZER_FILES):
+        raise SourceError(f"Cannot load the tokenizer from '{p}': the folder has no tokenizer files (expected "
+                          f"one of {', '.join(TOKENIZER_FILES)}). Copy the model's tokenizer files into it.", p)
+    return p
+
+
+def load_tokenizer(path: str | Path, *, gguf_file: str | None = None) -> Any:
+    """transformers tokenizer of a local model folder (or of a .gguf file in it), no remote code.
+
+    Raises:
+        SourceError: no tokenizer files, or transformers cannot build the tokenizer from them.
+    """
+    from transformers import AutoTokenizer
+
+    p = Path(path)
+    where = p / gguf_file if gguf_file else check_tokenizer(p)
+    kw = {"gguf_file": gguf_file} if gguf_file else {}
+    with load_errors(where, "the tokenizer"):
+        return AutoTokenizer.from_pretrained(str(p), trust_remote_code=False, **kw)
 
 
 def load_causal_lm(path: str | Path, *, device: str, dtype: str) -> Any:
@@ -49,6 +110,8 @@ def load_causal_lm(path: str | Path, *, device: str, dtype: str) -> Any:
 
     Raises:
         UsageError: transformers missing, or the folder is not a local safetensors model.
+        HeaderError: a safetensors file is truncated or its header is invalid.
+        SourceError: transformers cannot load the model.
     """
     torch = require_torch("real-weights probe")
     p = check_local_model(path)
@@ -59,8 +122,9 @@ def load_causal_lm(path: str | Path, *, device: str, dtype: str) -> Any:
         raise UsageError("Cannot run the real-weights probe: transformers is not installed (expected it with "
                          "torch). Install it with 'pip install spec-planner[real]'.") from e
     hf_logging.disable_progress_bar()  # the probe shows its own progress on stderr
-    model = AutoModelForCausalLM.from_pretrained(str(p), trust_remote_code=False, use_safetensors=True,
-                                                 dtype=getattr(torch, TORCH_DTYPES[dtype]))
+    with load_errors(p, "the model"):
+        model = AutoModelForCausalLM.from_pretrained(str(p), trust_remote_code=False, use_safetensors=True,
+                                                     dtype=getattr(torch, TORCH_DTYPES[dtype]))
     return model.to(device).eval()
 
 

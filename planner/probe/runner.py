@@ -35,7 +35,7 @@ from .device import (
     release_memory,
     resolve_device,
 )
-from .real import RealLM, load_causal_lm, real_bytes
+from .real import RealLM, load_causal_lm, load_tokenizer, real_bytes
 from .settings import ProbeSettings, Progress
 from .synthetic_shapes import probe_dtype
 from .timing import Deadline, measure_round_robin, sync
@@ -200,7 +200,8 @@ def run_real(target_dir: str, target: ModelSpec, draft_dir: str | None, draft: M
 
     Raises:
         TorchUnavailable, UsageError (not local safetensors, does not fit, out of memory, prefill over
-        budget), IncompatiblePair (the draft tokenizes the prompts differently).
+        budget), IncompatiblePair (the draft tokenizes the prompts differently), HeaderError / SourceError
+        (a corrupt safetensors file, a missing or unreadable tokenizer, weights transformers cannot load).
     """
     return _oom_guarded(lambda: _run_real(target_dir, target, draft_dir, draft, st, prompts=prompts,
                                           max_new_tokens=max_new_tokens, progress=progress), st)
@@ -216,6 +217,10 @@ def _run_real(target_dir: str, target: ModelSpec, draft_dir: str | None, draft: 
     if need > avail:
         raise UsageError(f"Cannot load the real weights: they need about {need} bytes with their KV caches, "
                          f"{avail} are available (expected them to fit). Drop --real to use the synthetic probe.")
+    tok = dtok = None
+    if draft_dir is not None and draft is not None:  # acceptance needs them: a bad tokenizer fails before timing
+        tok = load_tokenizer(target_dir)
+        dtok = load_tokenizer(draft_dir) if any(Path(draft_dir).glob("tokenizer*.json")) else None
     curves: list[ModelCurve] = []
     models = []
     with cpu_threads(st.threads):
@@ -241,12 +246,6 @@ def _run_real(target_dir: str, target: ModelSpec, draft_dir: str | None, draft: 
             models.append(model)
         acc = None
         if len(models) == 2:
-            from transformers import AutoTokenizer
-
-            tok = AutoTokenizer.from_pretrained(target_dir, trust_remote_code=False)
-            dtok = None
-            if any(Path(draft_dir).glob("tokenizer*.json")):
-                dtok = AutoTokenizer.from_pretrained(draft_dir, trust_remote_code=False)
             acc = measure_acceptance(models[0], models[1], tok, prompts, temperature=st.temperature,
                                      max_new_tokens=max_new_tokens, k_max=st.max_k, device=device, seed=st.seed,
                                      deadline=dl.sub(0.9), draft_tokenizer=dtok,

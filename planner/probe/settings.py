@@ -7,6 +7,7 @@ importable by all of those without a cycle, and an invalid flag fails before tor
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -15,6 +16,22 @@ from ..core import constants
 from ..core.errors import UsageError
 
 Progress = Callable[[str, float], None]
+
+
+def check_threads(threads: int | None) -> int | None:
+    """`--threads` as given (None: torch's default), checked against the CPUs of this machine.
+
+    Why a ceiling: torch.set_num_threads(100000) returns, and the next parallel kernel kills the
+    process (OpenMP cannot start that many threads); more threads than CPUs never time better.
+
+    Raises:
+        UsageError: below 1 or above os.cpu_count().
+    """
+    cpus = os.cpu_count() or 1
+    if threads is not None and not 1 <= threads <= cpus:
+        raise UsageError(f"Cannot use --threads {threads} (expected 1..{cpus}: this machine has {cpus} CPUs). "
+                         f"Pass a count in that range, or leave --threads out for the default.")
+    return threads
 
 
 @dataclass(frozen=True)
@@ -52,8 +69,7 @@ class ProbeSettings:
             raise UsageError(f"Cannot probe in mode '{self.mode}' (expected auto, extrapolate or full).")
         if self.repeats < 1 or self.warmup < 0 or self.group_layers < 1:
             raise UsageError("Cannot probe with repeats < 1, warmup < 0 or group_layers < 1.")
-        if self.threads is not None and self.threads < 1:
-            raise UsageError(f"Cannot probe with --threads {self.threads} (expected >= 1).")
+        check_threads(self.threads)
         if self.clock not in ("wall", "thread"):
             raise UsageError(f"Cannot probe with --clock {self.clock} (expected wall or thread).")
         if self.clock == "thread" and (self.threads != 1 or self.device not in ("cpu", "auto")):

@@ -13,8 +13,8 @@ from typing import Any
 from ..core.fmt import fmt_bytes
 from ..plan.assess import Assessment, Speed
 from ..speed import model as speed
+from .check_values import format_value
 from .document import Block, Cell, Section
-from .text import format_value
 
 
 def _b(n: int | None) -> Cell:

@@ -9,22 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from tabulate import tabulate
-
-from ..core.fmt import fmt_bytes, fmt_count
+from ..core.fmt import fmt_bytes, fmt_count, tabulate
 from ..fits.memory import Ledger, ModelLedger
-from ..plan.check import COMPATIBLE, MIN_SPEEDUP
-
-
-def format_value(requirement: str, value: Any) -> str:
-    """A `planner check` result value or bound for people: bytes in binary units, speed-ups as 1.23x."""
-    if value is None:
-        return "-"
-    if requirement == MIN_SPEEDUP:
-        return f"{value:.2f}x"
-    if requirement == COMPATIBLE:
-        return {True: "yes", False: "no"}.get(value, str(value))
-    return fmt_bytes(value)
 
 
 def model_ledger_json(m: ModelLedger) -> dict[str, Any]:

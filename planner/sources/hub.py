@@ -17,10 +17,8 @@ by the client.
 from __future__ import annotations
 
 import contextlib
-import logging
 import re
 from collections.abc import Iterator
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -115,6 +113,8 @@ def fetch_from_hub(repo_id: str, revision: str | None = None) -> tuple[Path, lis
 @contextlib.contextmanager
 def _quiet_client() -> Iterator[None]:
     """huggingface_hub logs retries and warnings on stderr: the CLI's stderr is one line per message."""
+    import logging  # here: only Hub reads need it, and a local run starts faster without it
+
     log = logging.getLogger("huggingface_hub")
     level = log.level
     log.setLevel(logging.ERROR)
@@ -259,6 +259,8 @@ def _remote_tensors(repo_id: str, revision: str | None, token: str | None) -> li
             raise HeaderError(f"Cannot read '{repo_id}/{name}' from the Hub: the index says it holds '{missing[0]}' "
                               f"({len(missing)} tensor(s) missing).", f"{repo_id}/{name}")
         return found
+
+    from concurrent.futures import ThreadPoolExecutor  # here: only a sharded Hub checkpoint needs threads
 
     shards = sorted(set(wmap.values()))
     with ThreadPoolExecutor(max_workers=min(_SHARD_WORKERS, len(shards))) as pool:

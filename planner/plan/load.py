@@ -1,0 +1,77 @@
+"""Speculation under load: the speed-up of one plan at each serving concurrency, and where it stops paying.
+
+Why: engines serve many sequences at once. One forward then reads the weights once for all of them,
+every sequence's KV cache, and computes batch x (K+1) tokens (speed/roofline.py `forward_cost` with
+`batch`), so verification that is nearly free for one sequence becomes compute-bound at high
+concurrency, and the gain shrinks or turns into a loss (vLLM's 2024 blog: faster at low QPS, slower at
+high QPS; SmartSpec, arXiv 2406.14066). At long context and large batch the KV read dominates and
+verification stays cheap longer (MagicDec, arXiv 2408.11049): the same formulas show both.
+
+  per batch B:  S(K, B) = E(K) * t_v(1, B) / (K * t_d(B) + t_v(K+1, B))      best K at each B
+                tokens/s per sequence = S / t_v(1, B);  aggregate = B x that
+  crossover   = the smallest B whose central speed-up is <= 1 (None: speculation pays at every B shown)
+
+Not modelled: per-sequence scheduler and sampler costs that grow with B (they make the real fall
+earlier); say so wherever the curve is shown.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from ..core.errors import UsageError
+from ..fits import fit
+from ..speed import model as speed
+from ..speed.model import Acceptance, Costs
+
+
+@dataclass(frozen=True)
+class BatchPoint:
+    """One plan at one concurrency."""
+
+    batch: int
+    k: int
+    speedup: float
+    speedup_interval: tuple[float, float]
+    verdict: str
+    tokens_per_s_per_seq: float  # with speculation at this K
+    tokens_per_s: float  # all sequences together
+    baseline_tokens_per_s: float  # plain decoding, all sequences together
+    fits: bool
+    headroom_bytes: int
+
+
+def batch_point(batch: int, problem: fit.Problem, costs: Costs, alpha: Acceptance, k_max: int,
+                k_fixed: int | None = None) -> BatchPoint:
+    """Fit and speed-up of one plan with `batch` concurrent sequences (costs priced at that batch)."""
+    devs = fit.evaluate(problem, problem.settings.context, batch)
+    headroom = min(d.headroom_bytes for d in devs)
+    pred = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k_max,
+                         verify_bounds=costs.verify_bounds, k_fixed=k_fixed)
+    per_seq = pred.speedup / costs.verify_s[0]
+    return BatchPoint(batch=batch, k=pred.k_best, speedup=pred.speedup,
+                      speedup_interval=(pred.speedup_low, pred.speedup_high), verdict=pred.verdict,
+                      tokens_per_s_per_seq=per_seq, tokens_per_s=per_seq * batch,
+                      baseline_tokens_per_s=batch / costs.verify_s[0], fits=headroom >= 0, headroom_bytes=headroom)
+
+
+def batch_curve(batches: Sequence[int], point_at: Callable[[int], BatchPoint]) -> tuple[BatchPoint, ...]:
+    """The plan at every concurrency asked for, smallest first."""
+    return tuple(point_at(b) for b in sorted(set(batches)))
+
+
+def crossover_batch(points: Sequence[BatchPoint]) -> int | None:
+    """The smallest concurrency at which speculation stops paying (central speed-up <= 1.0), else None."""
+    return next((p.batch for p in points if p.speedup <= 1.0), None)
+
+
+def parse_batches(text: str) -> tuple[int, ...]:
+    """'1,8,32,128' -> (1, 8, 32, 128); a single '32' -> (32,). Raises UsageError on anything else."""
+    values = []
+    for part in (p.strip() for p in str(text).split(",")):
+        if not part.isascii() or not part.isdigit() or len(part) > 7 or int(part) < 1:
+            raise UsageError(f"Cannot use --batch '{str(text)[:40]}': expected positive integers such as 32 or "
+                             f"1,8,32,128.")
+        values.append(int(part))
+    return tuple(values)
