@@ -36,6 +36,13 @@ def quote(s: str) -> str:
     return shlex.quote(s)
 
 
+def with_notes(out: dict[str, str], notes: list[str]) -> dict[str, str]:
+    """A launch answer with its notes joined under "note" (absent when there are none)."""
+    if notes:
+        out["note"] = "; ".join(notes)
+    return out
+
+
 # --- pairing: what an engine's draft check reads and returns ------------------------------------
 
 

@@ -25,6 +25,7 @@ from .base import (
     quote,
     weakest_basis,
     windowed,
+    with_notes,
 )
 
 NAME = "llama.cpp"
@@ -302,7 +303,7 @@ def launch(x: LaunchInput) -> dict[str, str]:
         draft, draft_notes = _draft_flags(x, b)
         cmd += draft
         notes += draft_notes
-    return {"command": cmd, "note": "; ".join(notes)} if notes else {"command": cmd}
+    return with_notes({"command": cmd}, notes)
 
 
 ENGINE = Engine(

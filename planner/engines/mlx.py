@@ -9,7 +9,19 @@ construction cost per forward).
 from __future__ import annotations
 
 from ..core.spec import LayerSpec
-from .base import CATALOG, EXACT, LOWER, Engine, LaunchInput, Side, Verdict, pad, quote, weakest_basis
+from .base import (
+    CATALOG,
+    EXACT,
+    LOWER,
+    Engine,
+    LaunchInput,
+    Side,
+    Verdict,
+    pad,
+    quote,
+    weakest_basis,
+    with_notes,
+)
 
 NAME = "mlx"
 PREFILL_STEP = 2048  # mlx_lm generate prefill_step_size
@@ -71,9 +83,7 @@ def launch(x: LaunchInput) -> dict[str, str]:
             notes.append("mlx_lm has no heterogeneous-vocabulary path: mlx_lm.generate refuses the pair, "
                          "mlx_lm.server only warns and drafts with mismatched ids")
     out = {"command": cmd}
-    if notes:
-        out["note"] = "; ".join(notes)
-    return out
+    return with_notes(out, notes)
 
 
 ENGINE = Engine(

@@ -11,9 +11,22 @@ design: CUDA-graph forward, Python scheduler, NCCL) and said so.
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from ..core.constants import MiB
 from ..core.spec import LayerSpec
-from .base import CATALOG, EXACT, LOWER, Engine, LaunchInput, Side, Verdict, first_text_mismatch, quote
+from . import vllm
+from .base import (
+    CATALOG,
+    EXACT,
+    LOWER,
+    LaunchInput,
+    Side,
+    Verdict,
+    first_text_mismatch,
+    quote,
+    with_notes,
+)
 
 NAME = "sglang"
 # Chunked prefill 2048-8192 by GPU size; 4096 taken (server_args.py default for 24-80 GB GPUs).
@@ -100,35 +113,27 @@ def launch(x: LaunchInput) -> dict[str, str]:
             notes.append("SGLang has no heterogeneous-vocabulary algorithm: STANDALONE refuses a draft with "
                          "another vocabulary (standalone_worker_v2.py:185-215)")
     out = {"command": cmd}
-    if notes:
-        out["note"] = "; ".join(notes)
-    return out
+    return with_notes(out, notes)
 
 
-ENGINE = Engine(
+# SGLang shares vLLM's design (CUDA-graph forward, Python scheduler, NCCL, the same KV types and
+# weight formats): where its own figure is not sourced, vLLM's is taken, and said so. What differs:
+ENGINE = replace(
+    vllm.ENGINE,
     name=NAME,
     aliases=("sgl",),
     summary="SGLang: token-pool KV, CUDA graphs, STANDALONE / EAGLE speculation",
     overhead_bytes=NON_TORCH_BYTES,
     overhead_source="assumed equal to vLLM's non-torch memory (1.79 GiB)",
-    forward_overhead_s=(2.0e-3, 0.0),
     forward_overhead_source="assumed equal to vLLM's per-step overhead (~2 ms)",
-    tokens_held=tokens_held,
+    tokens_held=tokens_held,  # a token pool, not 16-token blocks
     prefill_chunk=prefill_chunk,
-    pair_rule=pair_rule,
+    pair_rule=pair_rule,  # STANDALONE's own check
     launch=launch,
-    kv_options=("auto", "fp8"),
-    latent_mla=True,
-    sixteen_bit=True,
+    heterogeneous_fallback=False,  # no TLI/UAG algorithm (spec_info.py:39-47)
+    state_copies_per_spec_token=False,  # vLLM's mamba-state-per-speculative-block layout: not assumed here
     min_logit_rows=MAX_RUNNING_ROWS,
     gpu_utilization=GPU_UTILIZATION,
-    tp_comm_bytes=NON_TORCH_BYTES,  # same NCCL stack as vLLM: assumed equal
-    tp_unsplit_groups=frozenset({"norm", "other"}),
-    tied_copy_on_last_stage=True,
-    pp_vllm_stages=True,
-    kv_suggestion="fp8",
-    weights_ladder=("fp8", "int4"),
-    verify_backend={"gpu": "cuda-serving"},
     bandwidth_efficiency={
         "gpu": (0.75, "assumed equal to vLLM's CUDA kernels (~0.75 of peak bandwidth, vLLM PR #2497)"),
     },

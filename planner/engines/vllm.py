@@ -13,7 +13,7 @@ import json
 
 from ..core.constants import MiB
 from ..core.spec import LayerSpec
-from .base import Engine, LaunchInput, Side, Verdict, pad, quote
+from .base import Engine, LaunchInput, Side, Verdict, pad, quote, with_notes
 
 NAME = "vllm"
 # KV block of 16 tokens (v1/kv_cache_interface.py); max_num_batched_tokens 2048 for the OpenAI server
@@ -91,9 +91,7 @@ def launch(x: LaunchInput) -> dict[str, str]:
         out["speculative_config"] = json.dumps(spec)
         cmd += f" --speculative-config {quote(out['speculative_config'])}"
     out["command"] = cmd
-    if notes:
-        out["note"] = "; ".join(notes)
-    return out
+    return with_notes(out, notes)
 
 
 ENGINE = Engine(
