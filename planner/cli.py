@@ -88,9 +88,11 @@ def _print_version(value: bool) -> None:
 @app.callback()
 def _root(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
                                                  help="Print 'spec-planner <version>' and exit.")] = False) -> None:
-    # The root's only option besides --help (listed in root help); main() answers a leading --version
-    # before importing any command module, this callback answers it anywhere else on the root.
-    pass
+    """The root's only option besides --help (listed in root help); `_print_version` answers it eagerly.
+
+    main() answers a leading --version before importing any command module; this callback answers it
+    anywhere else on the root. The root itself does nothing: every answer comes from a command.
+    """
 
 
 def main(argv: list[str] | None = None) -> None:

@@ -18,7 +18,7 @@ CHI2_CRIT_15_DF_P001 = 37.697
 
 
 def tiny_llama(seed: int, layers: int = 2):
-    transformers = pytest.importorskip("transformers")
+    transformers = pytest.importorskip("transformers", reason="the bench loads transformers models (extra 'real')")
     cfg = transformers.LlamaConfig(vocab_size=64, hidden_size=32, intermediate_size=64, num_hidden_layers=layers,
                                    num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256)
     torch.manual_seed(seed)

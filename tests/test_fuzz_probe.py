@@ -38,7 +38,7 @@ print(json.dumps({"msg": msg, "threads": torch.get_num_threads() == threads, "af
 
 
 def test_out_of_memory_is_one_line_and_memory_is_released():
-    pytest.importorskip("torch")
+    pytest.importorskip("torch", reason="the probe needs torch (extra 'probe')")
     if not Path("/proc/self/statm").exists():
         pytest.skip("the address-space cap needs Linux /proc")
     r = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, timeout=300,

@@ -8,7 +8,8 @@ import pytest
 
 from planner.cli import main
 from planner.core.errors import UsageError
-from planner.plan.load import BatchPoint, crossover_batch, parse_batches
+from planner.core.units import parse_batches
+from planner.plan.load import BatchPoint, crossover_batch
 
 
 def _point(batch: int, speedup: float) -> BatchPoint:

@@ -14,8 +14,8 @@ import pytest
 from planner.cli import main
 from planner.core.errors import IncompatiblePair, UsageError
 
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
+torch = pytest.importorskip("torch", reason="the probe needs torch (extra 'probe')")
+transformers = pytest.importorskip("transformers", reason="real-weights acceptance loads transformers models (extra 'real')")
 pytestmark = pytest.mark.torch
 
 from planner.probe.acceptance import Prompt, load_prompts, measure_acceptance, position_values  # noqa: E402

@@ -17,7 +17,7 @@ from planner.core.spec import LayerSpec, ModelSpec, MoESpec, TensorInfo, WeightI
 
 from .conftest import model_dir
 
-torch = pytest.importorskip("torch")
+torch = pytest.importorskip("torch", reason="the probe needs torch (extra 'probe')")
 pytestmark = pytest.mark.torch
 
 from planner.probe import require_torch  # noqa: E402

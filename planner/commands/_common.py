@@ -40,15 +40,9 @@ def split_values(values: list[str] | None) -> list[str]:
     return [x.strip() for v in values or [] for x in v.split(",") if x.strip()]
 
 
-def engine_for(name: str, *specs) -> str:
-    """--engine auto: llama.cpp when a model is a GGUF file (what runs GGUFs natively), else transformers."""
-    if name.strip().lower() != "auto":
-        return name
-    return engines.default_engine(None, gguf=any(s is not None and s.source == "gguf" for s in specs))
-
-
-def engine_for_machine(name: str, kind: str, source: str | None = None) -> str:
-    """--engine auto: the registry's default for the machine kind (a GGUF target: llama.cpp)."""
+def engine_for(name: str, *specs, kind: str | None = None) -> str:
+    """--engine auto: llama.cpp when a model is a GGUF file (what runs GGUFs natively), else the registry's
+    default for the machine kind (None, no machine named: transformers); any other name, canonical."""
     if name.strip().lower() == "auto":
-        return engines.default_engine(kind, gguf=source == "gguf")
+        return engines.default_engine(kind, gguf=any(s is not None and s.source == "gguf" for s in specs))
     return engines.canonical(name)

@@ -10,18 +10,17 @@ from tabulate import tabulate
 
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
 from ..core.fmt import fmt_bytes
-from ..core.units import parse_bytes, parse_tokens
+from ..core.units import parse_batches, parse_bytes, parse_tokens
 from ..drafting import DraftModel
 from ..fits.fit import default_layout
 from ..fits.machine_lookup import resolve_machine
 from ..plan import recommend as P
-from ..plan.load import parse_batches
 from ..probe.runner import run_synthetic
 from ..probe.settings import ProbeSettings
 from ..sources import load_spec
 from ..speed.acceptance import Acceptance
 from ..speed.profile_file import load_profile
-from ._common import app, emit, engine_for_machine, warn
+from ._common import app, emit, engine_for, warn
 from ._options import (
     AcceptanceOpt,
     ContextOpt,
@@ -97,7 +96,7 @@ def recommend(
     batch = batches[0]  # the first value sizes memory and ranks the plans
     spec = load_spec(target, revision=revision)
     m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
-    eng = engine_for_machine(engine, m.kind, spec.source)
+    eng = engine_for(engine, spec, kind=m.kind)
     ctx = parse_tokens(context)
     layout = default_layout(m.n_devices, eng, tp, pp)
     cands = None

@@ -16,7 +16,7 @@ from ..core.version import __version__
 from ..plan import scenario as C
 from ..plan.policy import Deployment, load_policy
 from ..render import html as R
-from ._common import app, engine_for_machine, split_values
+from ._common import app, engine_for, split_values
 from ._options import (
     AcceptanceOpt,
     BatchOpt,
@@ -66,7 +66,7 @@ def _cli_scenarios(target: str, *, draft: str | None, machines: list[str], gpu_m
     cache: dict[str, Any] = {}
     out = []
     for m in C.machines_for(base, origin=CLI_ORIGIN):
-        d = replace(base, engine=engine_for_machine(engine, m.kind))
+        d = replace(base, engine=engine_for(engine, kind=m.kind))
         out += C.scenarios(d, [m], base=".", cache=cache, origin=CLI_ORIGIN)
     return out
 

@@ -52,3 +52,18 @@ def parse_tokens(text: str | int, *, what: str = "context") -> int:
     if value < 1:
         raise UsageError(f"Cannot use {what} {value}: it must be at least 1.")
     return value
+
+
+def parse_batches(text: str) -> tuple[int, ...]:
+    """--batch: '1,8,32,128' -> (1, 8, 32, 128); a single '32' -> (32,).
+
+    Raises:
+        UsageError: anything but positive integers of at most 7 digits.
+    """
+    values = []
+    for part in (p.strip() for p in str(text).split(",")):
+        if not part.isascii() or not part.isdigit() or len(part) > 7 or int(part) < 1:
+            raise UsageError(f"Cannot use --batch '{str(text)[:40]}': expected positive integers such as 32 or "
+                             f"1,8,32,128.")
+        values.append(int(part))
+    return tuple(values)

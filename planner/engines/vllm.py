@@ -40,24 +40,21 @@ def prefill_chunk(context: int, batch: int) -> int:
     return MAX_BATCHED_TOKENS
 
 
-def vocab_size_rule(engine: str, t: Side, d: Side, same: bool | None, fallback: str | None, source: str) -> Verdict:
-    """The draft_model check: config vocab_size must be equal (nothing else is compared)."""
+def pair_rule(t: Side, d: Side, same: bool | None) -> Verdict:
+    """The draft_model check: config vocab_size must be equal, nothing else is compared
+    (vllm/config/speculative.py verify_equal_vocab_size_if_draft_model)."""
     tv, dv = t.spec.vocab, d.spec.vocab
     if tv == dv:
         extra = (" The tokenizers differ, and vLLM does no token-text check: it runs the pair and rejects "
                  "nearly every draft token." if same is False else "")
-        return Verdict(engine, True, None, None, f"config vocab_size {tv} on both ({source}).{extra}")
+        return Verdict(NAME, True, None, None, f"config vocab_size {tv} on both (vLLM draft_model compares only "
+                       f"this, vllm/config/speculative.py).{extra}")
     pad_note = (" Same tokenizer: the sizes differ only by embedding padding, vLLM refuses anyway." if same else "")
-    return Verdict(engine, False, "vocab_size", fallback,
+    return Verdict(NAME, False, "vocab_size",
+                   "speculative_config {\"method\": \"draft_model\", \"use_heterogeneous_vocab\": true} "
+                   "(TLI, greedy drafting only)",
                    f"config vocab_size {tv} (target) vs {dv} (draft): 'Target and draft model should have the "
                    f"same vocabulary size' (vllm/config/speculative.py).{pad_note}")
-
-
-def pair_rule(t: Side, d: Side, same: bool | None) -> Verdict:
-    return vocab_size_rule(NAME, t, d, same,
-                           "speculative_config {\"method\": \"draft_model\", \"use_heterogeneous_vocab\": true} "
-                           "(TLI, greedy drafting only)",
-                           "vLLM draft_model compares only this, vllm/config/speculative.py")
 
 
 # --kv-cache-dtype values the planner sizes (vllm/config/cache.py:44-60 CacheDType; fp8 = fp8_e4m3).

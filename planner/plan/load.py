@@ -20,7 +20,6 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-from ..core.errors import UsageError
 from ..fits import fit
 from ..speed import model as speed
 from ..speed.model import Acceptance, Costs
@@ -64,14 +63,3 @@ def batch_curve(batches: Sequence[int], point_at: Callable[[int], BatchPoint]) -
 def crossover_batch(points: Sequence[BatchPoint]) -> int | None:
     """The smallest concurrency at which speculation stops paying (central speed-up <= 1.0), else None."""
     return next((p.batch for p in points if p.speedup <= 1.0), None)
-
-
-def parse_batches(text: str) -> tuple[int, ...]:
-    """'1,8,32,128' -> (1, 8, 32, 128); a single '32' -> (32,). Raises UsageError on anything else."""
-    values = []
-    for part in (p.strip() for p in str(text).split(",")):
-        if not part.isascii() or not part.isdigit() or len(part) > 7 or int(part) < 1:
-            raise UsageError(f"Cannot use --batch '{str(text)[:40]}': expected positive integers such as 32 or "
-                             f"1,8,32,128.")
-        values.append(int(part))
-    return tuple(values)
