@@ -68,6 +68,22 @@ class MoESpec:
     shared_intermediate: int = 0
 
 
+@dataclass(frozen=True)
+class MtpSpec:
+    """Multi-token-prediction layers a checkpoint ships beyond its decoder (DeepSeek-V3, GLM-4.5+,
+    Qwen3-Next, MiMo): stored, but resident only when an engine runs MTP speculation.
+
+    Why apart from `weights`: plain decoding does not load them, MTP speculation does; the
+    drafting method (drafting/mtp.py) makes them resident, the ledger shows them on their own row.
+    `nbytes` is exact when `source` is "header"/"gguf", computed from shapes when "config".
+    """
+
+    layers: int
+    params: int
+    nbytes: int
+    source: str
+
+
 _LAYER_INDEX = re.compile(r"(?:^|\.)(?:layers|h|blocks|blk)\.(\d+)\.")
 
 
@@ -207,6 +223,7 @@ class ModelSpec:
     dtype: str
     weights: WeightInventory
     moe: MoESpec | None = None
+    mtp: MtpSpec | None = None  # MTP layers shipped beyond the decoder (not in `weights`)
     family: str | None = None
     revision: str | None = None
     path: str | None = None
