@@ -11,8 +11,10 @@ verification stays cheap longer (MagicDec, arXiv 2408.11049): the same formulas 
                 tokens/s per sequence = S / t_v(1, B);  aggregate = B x that
   crossover   = the smallest B whose central speed-up is <= 1 (None: speculation pays at every B shown)
 
-Not modelled: per-sequence scheduler and sampler costs that grow with B (they make the real fall
-earlier); say so wherever the curve is shown.
+Per-round costs that grow with B (the engine's speculation machinery, Engine.spec_round_overhead_s) and
+token rows past the published kernel curves are priced in the costs (speed/roofline.py); `load_notes`
+says when the K chosen is only right at low load and when a full-attention draft's own KV read erodes
+the gain at long context.
 """
 
 from __future__ import annotations
@@ -20,8 +22,12 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..core.fmt import fmt_bytes
+from ..core.spec import ModelSpec
 from ..fits import fit
+from ..fits.memory import Settings
 from ..speed import model as speed
+from ..speed import roofline
 from ..speed.model import Acceptance, Costs
 
 
@@ -63,3 +69,30 @@ def batch_curve(batches: Sequence[int], point_at: Callable[[int], BatchPoint]) -
 def crossover_batch(points: Sequence[BatchPoint]) -> int | None:
     """The smallest concurrency at which speculation stops paying (central speed-up <= 1.0), else None."""
     return next((p.batch for p in points if p.speedup <= 1.0), None)
+
+
+def load_notes(points: Sequence[BatchPoint], k_chosen: int, draft: ModelSpec | None, s: Settings) -> tuple[str, ...]:
+    """What a user serving at these concurrencies should know about the plan priced at one sequence.
+
+    - the K chosen at the deployment's batch is not the best K where speculation still pays at higher load;
+    - a full-attention draft re-reads its own KV cache every draft step: once B x its KV at the context
+      outweighs its weights, the draft costs more than its size suggests (a draft with a small or windowed
+      KV, or an EAGLE head's single layer, keeps its cost).
+    """
+    notes = []
+    paying = [p for p in points if p.speedup > 1.0]
+    off = [p for p in paying if p.k != k_chosen]
+    if off:
+        worst = off[-1]
+        notes.append(f"K={k_chosen} is right at low load only: at {worst.batch} concurrent sequences the best K is "
+                     f"{worst.k} ({worst.speedup:.2f}x)")
+    if draft is not None and points:
+        top = points[-1]
+        one = Settings(context=s.context, batch=1, engine=s.engine, kv_dtype=s.kv_dtype)
+        kv = top.batch * roofline.kv_bytes_moved(draft, one, s.context, 1)
+        weights = roofline.weight_bytes_read(draft, one, top.batch)
+        if kv > weights:
+            notes.append(f"at {top.batch} sequences x {s.context:,} tokens the draft reads {fmt_bytes(kv)} of its own "
+                         f"KV cache per draft step, more than its {fmt_bytes(weights)} of weights: its KV erodes the "
+                         f"gain; a draft with a small or windowed KV cache (or an EAGLE head's one layer) keeps it")
+    return tuple(notes)

@@ -371,7 +371,8 @@ def under_load(o: Option, batches: Sequence[int], k_max: int, k_fixed: int | Non
         q = replace(problem, settings=s, draft_settings=method.settings_for(s))
         return load.batch_point(b, q, costs_for(method, s), o.acceptance, k_max, k_fixed)
     points = load.batch_curve(batches, point)
-    return replace(o, per_batch=points, crossover_batch=load.crossover_batch(points))
+    notes = load.load_notes(points, o.k, method.resident_model(), problem.settings)
+    return replace(o, per_batch=points, crossover_batch=load.crossover_batch(points), reasons=(*o.reasons, *notes))
 
 
 def _choose(ranked: Sequence[Option], base_fits: bool, launch_in: engines.LaunchInput, engine: str) -> Option:
