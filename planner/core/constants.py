@@ -105,6 +105,8 @@ DETECT_TIMEOUT_S = 10.0
 DETECT_OUTPUT_MAX_BYTES = 1 * MiB
 # A machine description file (catalogs/machines/*.json or --machine FILE) is small.
 MACHINE_JSON_MAX_BYTES = 1 * MiB
+# A list file of model or machine references (`planner report --targets FILE`, `--fleet FILE`): one per line.
+LIST_FILE_MAX_BYTES = 1 * MiB
 # Search bounds: largest batch tried, most GPUs a "more GPUs" suggestion considers.
 FIT_MAX_BATCH = 1 << 16
 FIT_MAX_GPUS = 16

@@ -123,3 +123,27 @@ def plots_for(s: Section) -> tuple[Plot, ...]:
     if a.speed is not None:
         out.append(Plot("speedup", "Speed-up vs K", speedup_plot(a.speed)))
     return tuple(out)
+
+
+def fleet_plot(labels: Sequence[str], plain: Sequence[float], best: Sequence[float],
+               interval: Sequence[tuple[float, float]], title: str) -> bytes:
+    """Targets x predicted tokens/s on one machine: plain decoding beside the best plan (speculation,
+    with the acceptance interval as an error bar; equal to plain where plain decoding wins)."""
+    _, Figure = require_matplotlib()
+    n = len(labels)
+    fig = Figure(figsize=(8, 1.4 + 0.32 * n))
+    ax = fig.add_subplot()
+    ys = list(range(n))
+    h = 0.4
+    ax.barh([y - h / 2 for y in ys], plain, height=h, color="#7f7f7f", label="plain decoding")
+    err = [[b - lo for b, (lo, _) in zip(best, interval, strict=True)],
+           [hi - b for b, (_, hi) in zip(best, interval, strict=True)]]
+    ax.barh([y + h / 2 for y in ys], best, height=h, color="#1f4e79", xerr=err, ecolor="#c55a11", capsize=2,
+            label="best plan (speculation where it pays; bar: acceptance interval)")
+    ax.set_yticks(ys)
+    ax.set_yticklabels(labels, fontsize=7)
+    ax.set_ylim(n - 0.5, -0.5)  # first row on top
+    ax.set_xlabel("predicted tokens/s per sequence")
+    ax.set_title(title, fontsize=9)
+    ax.legend(loc="upper right", fontsize=8, framealpha=0.9)  # rows run large (slow) to small: top right is clear
+    return _svg(fig)
