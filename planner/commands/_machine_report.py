@@ -91,8 +91,6 @@ def machine_report(r: MachineReport, *, out: str | None, plots: bool, as_json: b
     """
     if out is None and not as_json:
         raise UsageError("Missing option '--out': write the report to FILE.html or FILE.md, or print it with --json.")
-    if plots and out is not None:
-        html.require_matplotlib()
     machines = [get_machine(ref) for ref in (r.machines or ["auto"])]
     opts = _options(r, machines)
     targets = _targets(r)
