@@ -301,6 +301,19 @@ def test_detected_catalog_gpu_has_measured_memory_catalogued_bandwidth(monkeypat
     assert origins == {"memory": "measured", "bandwidth": "catalogued", "flops": "catalogued"}
 
 
+def test_uncatalogued_gpu_still_judges_fit_and_says_speed_is_unknown(monkeypatch, capsys):
+    monkeypatch.setattr(D, "_run", lambda cmd: "0, Acme Tensor 9000, 16384, 16000\n"
+                        if tuple(cmd) == D.NVIDIA_SMI_QUERY else None)
+    monkeypatch.setattr(D, "_virtual_memory", lambda: (64 * GiB, 40 * GiB))
+    doc = report_json(["--machine", "auto", "--targets", "qwen2.5-0.5b-instruct,qwen2.5-32b-instruct"], capsys)
+    assert doc["machines"][0]["figures"]["bandwidth"]["origin"] == "none"
+    rows = {r["target"]: r for r in doc["rows"]}
+    small, big = rows["Qwen/Qwen2.5-0.5B-Instruct"], rows["Qwen/Qwen2.5-32B-Instruct"]
+    assert small["fits"] and small["verdict"] == "speed unknown" and "no memory-bandwidth figure" in small["error"]
+    assert small["speedup"] is None and small["tokens_per_s"] is None and small["max_context"] > 0
+    assert not big["fits"] and big["verdict"] == "does not fit"
+
+
 def test_profile_prices_its_target_on_the_detected_machine(cpu_host, tmp_path, capsys):
     verify, t_d, t_o = (0.05, 0.051, 0.052, 0.053, 0.054), 0.004, 0.001
     prof = write_profile(tmp_path / "probe.json", verify=verify, t_d=t_d, t_o=t_o, context=4096)
@@ -336,3 +349,11 @@ def test_no_torch_for_the_whole_catalog(tmp_path):
     r = subprocess.run([sys.executable, "-c", code, "report", "--machine", "rtx-4090", "--json"],
                        capture_output=True, text=True, timeout=120)
     assert r.stdout.split("\n")[-2] == "0 False", r.stderr[-2000:]
+
+
+def test_json_object_and_every_row_start_with_schema_version(capsys):
+    from planner.core.constants import JSON_SCHEMA_VERSION
+
+    doc = report_json(["--machine", "rtx-4090", "--targets", "qwen2.5-7b-instruct,llama-3.2-1b"], capsys)
+    assert next(iter(doc)) == "schema_version" and doc["schema_version"] == JSON_SCHEMA_VERSION
+    assert len(doc["rows"]) == 2 and all(next(iter(r)) == "schema_version" for r in doc["rows"])
