@@ -167,6 +167,8 @@ def test_local_folder_target(tmp_path, capsys):
     (row,) = doc["rows"]
     assert row["target_ref"] == str(folder) and row["params_total"] == src.params_total and row["fits"]
     assert str(folder) in row["launch"]["command"]
+    doc = report_json(["--machine", "rtx-4090", "--targets", str(folder), "--catalog", "--no-plots"], capsys)
+    assert len(doc["rows"]) == 1 + len(catalog.entries())  # the folder, then every catalog model
 
 
 # --- output files --------------------------------------------------------------------------------
@@ -317,8 +319,13 @@ def test_uncatalogued_gpu_still_judges_fit_and_says_speed_is_unknown(monkeypatch
 def test_profile_prices_its_target_on_the_detected_machine(cpu_host, tmp_path, capsys):
     verify, t_d, t_o = (0.05, 0.051, 0.052, 0.053, 0.054), 0.004, 0.001
     prof = write_profile(tmp_path / "probe.json", verify=verify, t_d=t_d, t_o=t_o, context=4096)
-    doc = report_json(["--machine", "auto", "--profile", str(prof), "--acceptance", "0.8",
-                       "--targets", "llama-3.1-8b-instruct,qwen2.5-7b-instruct"], capsys)
+    args = ["report", "--machine", "auto", "--profile", str(prof), "--acceptance", "0.8", "--targets",
+            "llama-3.1-8b-instruct,qwen2.5-7b-instruct", "--json"]
+    code, out, err = run(args, capsys)
+    assert code == 0 and "profile measured at context" not in err
+    doc = json.loads(out)
+    code, _, err = run([*args, "--context", "8k"], capsys)
+    assert code == 0 and "warning: profile measured at context 4096, planning for 8192" in err
     rows = {r["target"]: r for r in doc["rows"]}
     llama = rows["meta-llama/Llama-3.1-8B-Instruct"]
     assert llama["baseline_tokens_per_s"] == round(1 / verify[0], 3) and llama["costs_source"].startswith("profile")

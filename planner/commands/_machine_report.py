@@ -95,6 +95,8 @@ def machine_report(r: MachineReport, *, out: str | None, plots: bool, as_json: b
     opts = _options(r, machines)
     targets = _targets(r)
     per_machine = [(m, F.machine_rows(targets, m, opts, min_speedup=r.min_speedup)) for m in machines]
+    if opts.profile is not None and opts.profile.context != opts.context:
+        warn(f"profile measured at context {opts.profile.context}, planning for {opts.context}")
     if opts.profile is not None and not any(t.spec.id == opts.profile.target.id for t in targets):
         warn(f"profile '{r.profile}' measured '{opts.profile.target.id}', which is not among the targets: every row "
              f"uses the roofline of the machine's figures")
