@@ -11,8 +11,11 @@ from planner.cli import main
 from planner.fits import fit
 from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings
+from planner.plan.assess import load_curve
 from planner.plan.check import check
+from planner.plan.load import crossover_batch
 from planner.plan.policy import load_policy
+from planner.plan.scenario import machines_for, scenarios
 from planner.sources import load_spec
 
 TARGET, DRAFT = "llama-3.1-8b-instruct", "llama-3.2-1b-instruct"
@@ -302,3 +305,38 @@ def test_ci_examples_run_real_commands(tmp_path, capsys, monkeypatch):
     root = ET.parse(tmp_path / "planner-junit.xml").getroot()
     assert root.get("failures") == "0" and int(root.get("tests")) >= 10
     assert (tmp_path / "planner-report.html").stat().st_size > 10_000
+
+
+def test_max_crossover_below_fails_when_speculation_stops_paying_at_the_peak(tmp_path, capsys):
+    """8B + 1B on one H100 (vLLM, fp8 KV, 512 tokens): the curve at 1, 2, 4, ... N sequences is the same
+    one `recommend --batch` prints; at a peak of 1024 it has crossed 1.0, at a peak of 4 it has not."""
+    extra = 'kv_dtype = "fp8"\ncontext = 512\n'
+    for peak, code in ((1024, 1), (4, 0)):
+        p = policy(tmp_path, deployment(extra=extra, require=f"max_crossover_below = {peak}\n"))
+        rc, out, _ = run(["check", "--config", str(p), "--json"], capsys)
+        res = [r for r in json.loads(out)["results"] if r["requirement"] == "max_crossover_below"]
+        assert rc == code and len(res) == 1
+        pol = load_policy(p)
+        d = pol.deployments[0]
+        (sc,) = scenarios(d, machines_for(d, (), origin=pol.path), base=tmp_path, cache={}, origin=pol.path)
+        curve = load_curve(sc, peak)
+        assert [pt.batch for pt in curve] == [b for b in (1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024) if b <= peak]
+        assert res[0]["value"] == crossover_batch(curve)
+        assert (res[0]["status"] == "fail") == (crossover_batch(curve) is not None)
+    # the same plan through recommend: the crossover it reports at these batches is the one check found
+    rc, out, _ = run(["recommend", TARGET, "--candidates", DRAFT, "--machine", "h100-sxm", "--engine", "vllm",
+                      "--kv-dtype", "fp8", "--context", "512", "--batch", "1,2,4,8,16,32,64,128,256,512,1024",
+                      "--json"], capsys)
+    assert json.loads(out)["plans"][0]["crossover_batch"] == res_value_at_1024(tmp_path, capsys, extra)
+
+
+def res_value_at_1024(tmp_path, capsys, extra):
+    p = policy(tmp_path, deployment(extra=extra, require="max_crossover_below = 1024\n"))
+    _, out, _ = run(["check", "--config", str(p), "--json"], capsys)
+    return next(r["value"] for r in json.loads(out)["results"] if r["requirement"] == "max_crossover_below")
+
+
+def test_max_crossover_below_must_be_a_concurrency(tmp_path, capsys):
+    p = policy(tmp_path, deployment(require="max_crossover_below = 0\n"))
+    rc, _, err = run(["check", "--config", str(p)], capsys)
+    assert rc == 2 and "max_crossover_below" in err and len(err.strip().splitlines()) == 1

@@ -74,6 +74,8 @@ def test_spot_figures_match_their_sources():
     assert ENTRIES["m2-ultra-192gb"]["bandwidth_bytes_per_s"] == 800e9
     assert ENTRIES["cpu-epyc-9654-384gb"]["bandwidth_bytes_per_s"] == 12 * 8 * 4800 * 10**6
     assert ENTRIES["8x-h100-sxm"]["devices"] == 8
+    # NVLink 4: 900 GB/s per GPU in both directions = 450 GB/s each way (H100 datasheet)
+    assert C.machine_from_entry(ENTRIES["8x-h100-sxm"], "x").interconnect == (450_000_000_000, 10.1e-6)
 
 
 BAD = {
@@ -86,6 +88,9 @@ BAD = {
     "unknown_key": {"price": 3},
     "memory": {"memory_bytes": -1},
     "devices": {"devices": 10**9},
+    "interconnect_keys": {"interconnect": {"bytes_per_s": 10**9}},
+    "interconnect_latency": {"interconnect": {"bytes_per_s": 10**9, "latency_s": 5}},
+    "interconnect_unsourced": {"interconnect": {"bytes_per_s": 10**9, "latency_s": 1e-5}},
 }
 
 

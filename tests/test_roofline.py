@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+from dataclasses import replace
 
 import pytest
 
@@ -12,6 +13,7 @@ from planner.sources import load_spec
 from planner.speed.model import predict
 from planner.speed.roofline import (
     Roof,
+    allreduce_s,
     draft_step_s,
     engine_overhead_s,
     expected_experts_touched,
@@ -19,6 +21,7 @@ from planner.speed.roofline import (
     forward_flops,
     kv_bytes_moved,
     peak_flops_for,
+    spec_round_overhead_s,
     verify_curve,
     weight_bytes_read,
 )
@@ -31,6 +34,8 @@ GPU_1TB = Roof(bandwidth_bytes_per_s=1e12, peak_flops={"bf16": 1e15, "fp8": 2e15
 LLAMA8B_RESIDENT = 16_060_522_496
 LLAMA8B_EMBED = 128_256 * 4_096 * 2
 LLAMA8B_KV_TOKEN = 131_072
+# one sampled position: 128256 logits, bf16 from the lm_head (2 B), cast to fp32 (4 B), read by the sampler (4 B)
+LOGITS_ROW = 128_256 * (2 + 4 + 4)
 
 
 @pytest.fixture(scope="module")
@@ -44,7 +49,10 @@ def test_llama8b_bf16_on_1tbs_gpu_by_hand(llama8b):
     kv = 1024 * LLAMA8B_KV_TOKEN + 1 * LLAMA8B_KV_TOKEN  # read the prefix, write one row
     assert c.weight_bytes == weights
     assert c.kv_bytes == kv
-    assert c.seconds == pytest.approx((weights + kv) / 1e12, rel=1e-12)
+    # logits: one row of 128256, bf16 written + fp32 written + fp32 read by the sampler
+    logits = LOGITS_ROW
+    assert c.logit_bytes == logits
+    assert c.seconds == pytest.approx((weights + kv + logits) / 1e12, rel=1e-12)
     assert c.bound == "memory" and c.source.startswith("roofline")
     # the issue's rough figure, 16.06e9 B / 1e12 B/s: within the untied embedding table (6.5%)
     assert c.seconds == pytest.approx(16.06e9 / 1e12, rel=0.07)
@@ -138,7 +146,8 @@ def test_roofline_feeds_predict(llama8b):
     verify = verify_curve(llama8b, GPU_1TB, context=4096, n_max=9, settings=s)
     t_d = draft_step_s(draft, GPU_1TB, context=4096, settings=s)
     assert t_d / verify[0] == pytest.approx(
-        (weight_bytes_read(draft, s, 1) / 1e12 + kv_bytes_moved(draft, s, 4096, 1) / 1e12 + 2e-3)
+        (weight_bytes_read(draft, s, 1) / 1e12 + kv_bytes_moved(draft, s, 4096, 1) / 1e12 + LOGITS_ROW / 1e12
+         + 2e-3)
         / verify[0])
     p = predict(verify, t_d, 0.8)
     assert p.verdict == "faster" and 1 <= p.k_best <= 8
@@ -154,16 +163,17 @@ def test_quantised_small_batch_kernels_scale_the_weight_read(llama8b):
     one = forward_cost(llama8b, gpu, n=1, context=1024, settings=s, overhead_s=0.0)
     eight = forward_cost(llama8b, gpu, n=8, context=1024, settings=s, overhead_s=0.0)
     w8, kv8 = weight_bytes_read(llama8b, s, 8), kv_bytes_moved(llama8b, s, 1024, 8)
-    assert eight.memory_s == pytest.approx((w8 * 2.173 + kv8) / 1e12)
-    assert one.memory_s == pytest.approx((weight_bytes_read(llama8b, s, 1) + kv_bytes_moved(llama8b, s, 1024, 1)) / 1e12)
+    assert eight.memory_s == pytest.approx((w8 * 2.173 + kv8 + 8 * LOGITS_ROW) / 1e12)
+    assert one.memory_s == pytest.approx((weight_bytes_read(llama8b, s, 1) + kv_bytes_moved(llama8b, s, 1024, 1)
+                                          + LOGITS_ROW) / 1e12)
     # 5 tokens interpolate between the measured 4 (1.322) and 6 (1.757) points: 1.507 is itself measured
     five = forward_cost(llama8b, gpu, n=5, context=1024, settings=s, overhead_s=0.0)
     w5, kv5 = weight_bytes_read(llama8b, s, 5), kv_bytes_moved(llama8b, s, 1024, 5)
-    assert five.memory_s == pytest.approx((w5 * 1.507 + kv5) / 1e12) and five.kernel_basis == "measured"
+    assert five.memory_s == pytest.approx((w5 * 1.507 + kv5 + 5 * LOGITS_ROW) / 1e12) and five.kernel_basis == "measured"
     # past the MMVQ switch (n >= 9, MMQ) the source names a matrix kernel: the last level is held
     nine = forward_cost(llama8b, gpu, n=9, context=1024, settings=s, overhead_s=0.0)
     w9, kv9 = weight_bytes_read(llama8b, s, 9), kv_bytes_moved(llama8b, s, 1024, 9)
-    assert nine.memory_s == pytest.approx((w9 * 2.173 + kv9) / 1e12)
+    assert nine.memory_s == pytest.approx((w9 * 2.173 + kv9 + 9 * LOGITS_ROW) / 1e12)
 
 
 def test_float_weights_on_a_backend_without_curves_stay_flat(llama8b):
@@ -184,7 +194,9 @@ def test_a_batch_reads_the_weights_once_and_every_sequences_cache(llama8b, batch
     assert (c.weight_bytes, c.kv_bytes, c.flops) == (w, kv, flops)
     # fp8 KV: 32 layers x 8 heads x 128 x (K + V) x 1 B = 65,536 B per token; 515 tokens held per sequence
     assert kv == batch * (65_536 * 512 + 65_536 * 3)
-    assert c.seconds == pytest.approx(max((w + kv) / 1e12, flops / 1e15))
+    # every one of the 3 x B verified rows is sampled: 3 B vocabulary-wide logit rows
+    assert c.logit_bytes == 3 * batch * LOGITS_ROW
+    assert c.seconds == pytest.approx(max((w + kv + 3 * batch * LOGITS_ROW) / 1e12, flops / 1e15))
 
 
 def test_at_large_batch_verification_turns_compute_bound(llama8b):
@@ -195,3 +207,48 @@ def test_at_large_batch_verification_turns_compute_bound(llama8b):
     assert one.bound == "memory" and four.bound == "compute"
     assert four.seconds == pytest.approx(1024 * forward_flops(llama8b, 512, 4) / 1e15)
     assert four.seconds > one.seconds
+
+
+# --- serving terms: rows past the kernel curve, speculation overhead, tensor-parallel all-reduce --------
+
+H100_VLLM = Roof(bandwidth_bytes_per_s=3.35e12 * 0.75, peak_flops={"bf16": 989.5e12 * 0.75}, name="h100-sxm",
+                 kind="gpu")
+
+
+def test_rows_past_the_published_curve_add_their_matmul_time(llama8b):
+    """vLLM bf16 on CUDA: the whole-model curve (vLLM PR #23197) is published to 16 token rows and held past
+    it. A batch of 32 sequences x 5 tokens is 160 rows: the 144 rows past 16 add their FLOPs, not overlapped."""
+    s = Settings(context=512, engine="vllm", kv_dtype="fp8", batch=32)
+    c = forward_cost(llama8b, H100_VLLM, n=5, context=512, settings=s, overhead_s=0.0)
+    comp = 32 * forward_flops(llama8b, 512, 5) / (989.5e12 * 0.75)
+    mem = (weight_bytes_read(llama8b, s, 160) * 1.424 + 32 * kv_bytes_moved(llama8b, s, 512, 5)
+           + 160 * LOGITS_ROW) / (3.35e12 * 0.75)
+    assert c.compute_s == pytest.approx(comp) and c.memory_s == pytest.approx(mem)
+    assert c.seconds == pytest.approx(mem + comp * (160 - 16) / 160)
+    assert c.seconds_low == pytest.approx(max(mem, comp))  # the overlapped roofline is the optimistic end
+    # one sequence stays on the curve: nothing added
+    one = forward_cost(llama8b, H100_VLLM, n=5, context=512, settings=replace(s, batch=1), overhead_s=0.0)
+    assert one.seconds == pytest.approx(max(one.memory_s, one.compute_s))
+
+
+def test_speculation_overhead_grows_with_the_batch():
+    """vLLM issue #49548: 0.775 ms + 84 us per sequence per round (K = 0 speculation vs none)."""
+    for batch in (1, 256):
+        central, optimistic, source = spec_round_overhead_s("vllm", batch)
+        assert central == pytest.approx(0.775e-3 + batch * 84e-6)
+        assert optimistic == pytest.approx(0.775e-3) and "#49548" in source
+    assert spec_round_overhead_s("llama.cpp", 64)[:2] == (0.0, 0.0)  # not modelled there: none added
+
+
+def test_tensor_parallel_all_reduce_by_hand():
+    """Llama-3.3-70B at TP 8: 80 layers x 2 all-reduces of n x B x 8192 x 2 B, ring over 8 ranks."""
+    spec = load_spec("llama-3.3-70b-instruct")
+    roof = Roof(bandwidth_bytes_per_s=8 * 3.35e12, peak_flops={"bf16": 8 * 989.5e12}, name="8x", kind="bare",
+                tp=8, link_bytes_per_s=450e9, link_latency_s=10.1e-6)
+    for tokens in (1, 5 * 256):
+        want = 2 * 80 * (10.1e-6 + 2 * 7 / 8 * tokens * 8192 * 2 / 450e9)
+        assert allreduce_s(spec, roof, tokens) == pytest.approx(want)
+    c = forward_cost(spec, roof, n=1, context=512, overhead_s=0.0)
+    assert c.comm_s == pytest.approx(2 * 80 * (10.1e-6 + 2 * 7 / 8 * 8192 * 2 / 450e9))
+    assert c.seconds == pytest.approx(max(c.memory_s, c.compute_s) + c.comm_s)
+    assert allreduce_s(spec, replace(roof, tp=1), 64) == 0.0  # one rank: nothing to reduce

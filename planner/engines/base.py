@@ -222,3 +222,10 @@ class Engine:
     # the share of peak memory bandwidth a batch-1 decode reaches there, with its source.
     verify_backend: Mapping[str, str] = field(default_factory=dict)
     bandwidth_efficiency: Mapping[str, tuple[float, str]] = field(default_factory=dict)
+    # Speed under load: the share of peak tensor FLOP/s the engine's GEMMs reach on each machine kind
+    # (what binds a large batch), and what the speculation machinery costs per round: (fixed, per
+    # sequence) seconds of proposer input preparation, rejection sampling and bookkeeping that plain
+    # decoding does not pay, each with its source.
+    compute_efficiency: Mapping[str, tuple[float, str]] = field(default_factory=dict)
+    spec_round_overhead_s: tuple[float, float] = (0.0, 0.0)
+    spec_round_overhead_source: str = "not modelled"

@@ -137,4 +137,7 @@ ENGINE = replace(
     bandwidth_efficiency={
         "gpu": (0.75, "assumed equal to vLLM's CUDA kernels (~0.75 of peak bandwidth, vLLM PR #2497)"),
     },
+    # compute_efficiency: vLLM's (the same cuBLAS/CUTLASS/FlashInfer GEMMs) is inherited by replace()
+    spec_round_overhead_source="assumed equal to vLLM's speculation machinery (0.78 ms + 84 us per sequence per "
+                               "round, vLLM issue #49548)",
 )

@@ -62,6 +62,7 @@ class Machine:
     host_memory_bytes: int | None = None
     notes: tuple[str, ...] = ()
     device_names: tuple[str, ...] = field(default=())
+    interconnect: tuple[int, float] | None = None  # (bytes/s per rank, seconds per small all-reduce)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "peak_flops", MappingProxyType(dict(self.peak_flops)))

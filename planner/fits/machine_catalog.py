@@ -22,7 +22,7 @@ from .machine import FLOP_DTYPES, KINDS, MAX_DEVICES, Device, Machine
 SOURCE_KEYS = ("memory", "bandwidth", "flops")
 REQUIRED_KEYS = ("name", "display_name", "kind", "vendor", "memory_bytes", "devices", "bandwidth_bytes_per_s",
                  "peak_flops", "usable_fraction", "sources")
-OPTIONAL_KEYS = ("device_names", "notes")
+OPTIONAL_KEYS = ("device_names", "notes", "interconnect")
 
 
 def machines_dir() -> Path:
@@ -89,6 +89,17 @@ def validate_entry(entry: Any, origin: str) -> dict[str, Any]:
     if not isinstance(sources, dict) or any(not isinstance(sources.get(k), str) or not sources[k].strip()
                                             for k in need):
         raise _bad(origin, "'sources' must give a non-empty source for " + ", ".join(need), "strings", sources)
+    link = entry.get("interconnect")
+    if link is not None:
+        ok = (isinstance(link, dict) and set(link) == {"bytes_per_s", "latency_s"}
+              and isinstance(link["bytes_per_s"], int) and not isinstance(link["bytes_per_s"], bool)
+              and 0 < link["bytes_per_s"] <= 1 << 60 and isinstance(link["latency_s"], (int, float))
+              and not isinstance(link["latency_s"], bool) and 0 <= link["latency_s"] < 1)
+        if not ok:
+            raise _bad(origin, "'interconnect' must be {bytes_per_s: positive int, latency_s: seconds in [0, 1)}",
+                       "an object", link)
+        if not isinstance(sources.get("interconnect"), str) or not sources["interconnect"].strip():
+            raise _bad(origin, "'sources' must give a source for interconnect", "a string", sources)
     names = entry.get("device_names", [])
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise _bad(origin, "'device_names' must be a list of strings", "a list", names)
@@ -110,7 +121,9 @@ def machine_from_entry(entry: Mapping[str, Any], origin: str, kind_of_origin: st
     return Machine(name=e["name"], display_name=e["display_name"], kind=e["kind"], vendor=e["vendor"],
                    devices=devs, bandwidth_bytes_per_s=e["bandwidth_bytes_per_s"], peak_flops=e["peak_flops"],
                    usable_fraction=frac, sources=e["sources"], origin=kind_of_origin, notes=notes,
-                   device_names=tuple(e.get("device_names", [])))
+                   device_names=tuple(e.get("device_names", [])),
+                   interconnect=(e["interconnect"]["bytes_per_s"], float(e["interconnect"]["latency_s"]))
+                   if e.get("interconnect") else None)
 
 
 def read_entry(path: str | Path) -> dict[str, Any]:

@@ -10,7 +10,7 @@ for speed. Nothing here judges, prints or formats units.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ..core.errors import MachineError, UsageError
 from ..drafting import Compatibility, DraftingMethod
@@ -20,6 +20,7 @@ from ..fits.memory import Settings
 from ..pairing import pair as pairing
 from ..speed import acceptance as acc
 from ..speed import model as speed
+from . import load
 from . import recommend as plan
 from .scenario import Scenario
 
@@ -130,12 +131,12 @@ def assess_speed(sc: Scenario, compat: Compatibility) -> Speed:
                          f"K <= {len(costs.verify_s) - 1} (expected k within the profile). Probe with a larger "
                          f"--max-k or lower k.")
     pred = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=max(k_top, d.k or 1),
-                         verify_bounds=costs.verify_bounds)
+                         verify_bounds=costs.verify_bounds, overhead_low_s=costs.overhead_low_s)
     k = d.k or pred.k_best
-    fast, slow = costs.verify_bounds or (costs.verify_s, costs.verify_s)
-    s_mid = speed.speedup(k, costs.verify_s, costs.draft_s, alpha.alpha, costs.overhead_s)
-    s_low = speed.speedup(k, slow, costs.draft_s, alpha.low, costs.overhead_s)
-    s_high = speed.speedup(k, fast, costs.draft_s, alpha.high, costs.overhead_s)
+    # the interval at the K judged (the deployment's, else the best): predict() at that K
+    at_k = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=max(k_top, d.k or 1),
+                         verify_bounds=costs.verify_bounds, k_fixed=k, overhead_low_s=costs.overhead_low_s)
+    s_mid, s_low, s_high = at_k.speedup, at_k.speedup_low, at_k.speedup_high
     notes = []
     prof = sc.profile
     if prof is not None and prof.context != sc.settings.context:
@@ -144,6 +145,36 @@ def assess_speed(sc: Scenario, compat: Compatibility) -> Speed:
         notes.append(f"profile measured '{prof.target.id}', not '{sc.target.id}'")
     return Speed(costs=costs, acceptance=alpha, prediction=pred, k=k, fixed_k=d.k is not None, speedup=s_mid,
                  speedup_low=s_low, speedup_high=s_high, notes=tuple(notes))
+
+
+def load_curve(sc: Scenario, peak: int) -> tuple[load.BatchPoint, ...]:
+    """The deployment's plan at concurrency 1, 2, 4, ... up to `peak` (and `peak` itself), roofline costs.
+
+    A probe profile measures one sequence, so the curve needs the machine's roofline at each batch.
+
+    Raises:
+        MachineError: the machine has no bandwidth figure; UsageError: no draft.
+    """
+    m, d = sc.machine, sc.deployment
+    if sc.method is None:
+        raise UsageError(f"Cannot price deployment '{d.name}' under load: it names no draft.")
+    if not m.bandwidth_bytes_per_s:
+        raise MachineError(f"no roofline for '{sc.label}' under load: the machine has no memory-bandwidth figure "
+                           f"(a probe profile measures one sequence only)")
+    roof = plan.roofline_machine(m, sc.layout, sc.settings.engine)
+    compat = sc.method.compatibility(sc.target, sc.settings.engine, context=sc.settings.context)
+    alpha = plan.acceptance_for(sc.target, sc.method, given=sc.given_acceptance,
+                                measured=measured_acceptance(sc.profile, sc.method), tli=compat.tli_alpha)
+    k_max = d.k or d.max_k
+    problem = fit.Problem(sc.target, sc.machine, sc.settings, sc.layout, draft=sc.draft,
+                          utilization=d.utilization)
+    batches = sorted({*(1 << i for i in range(peak.bit_length()) if 1 << i <= peak), peak})
+
+    def at(b: int) -> load.BatchPoint:
+        s = replace(sc.settings, batch=b)
+        return load.batch_point(b, problem, plan.roofline_costs(sc.target, sc.method, roof, s, k_max), alpha,
+                                k_max, k_fixed=d.k)
+    return load.batch_curve(batches, at)
 
 
 def assess(sc: Scenario, *, need_speed: bool = True) -> Assessment:

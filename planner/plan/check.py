@@ -12,9 +12,12 @@ One deployment on one machine gives one `Result` per requirement (docs/check.md)
   compatible        the engine runs the plain draft algorithm; a heterogeneous-vocabulary
                     fallback (vLLM use_heterogeneous_vocab, transformers assistant_tokenizer)
                     passes only with compatible = "allow_fallback" and is named either way
-  min_speedup       predicted speed-up at the deployment's K (else the best K up to max_k),
-                    from its profile (else the machine's roofline), with acceptance from the
-                    profile's measurement > the policy's `acceptance` > catalog priors
+  min_speedup       predicted speed-up at the deployment's K (else the best K up to max_k) and at
+                    its `batch` (concurrent sequences), from its profile (else the machine's
+                    roofline), with acceptance from the profile's measurement > the policy's
+                    `acceptance` > catalog priors
+  max_crossover_below  speculation still pays at the stated peak concurrency N: the roofline plan at
+                    1, 2, 4, ... N sequences has no crossover <= N (value: the crossover, or null)
 A requirement that cannot apply (no draft: compatible, min_speedup) is a skipped result.
 """
 
@@ -24,17 +27,18 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, MachineError
 from ..core.fmt import fmt_bytes
 from ..core.spec import ModelSpec
 from ..engines.base import EXACT
-from .assess import Assessment, assess
+from . import load
+from .assess import Assessment, assess, load_curve
 from .policy import Policy
 from .scenario import machines_for, scenarios
 
-FITS, MIN_HEADROOM, MAX_TOTAL, COMPATIBLE, MIN_SPEEDUP = (
-    "fits", "min_headroom", "max_total_memory", "compatible", "min_speedup")
-REQUIREMENTS = (FITS, MIN_HEADROOM, MAX_TOTAL, COMPATIBLE, MIN_SPEEDUP)
+FITS, MIN_HEADROOM, MAX_TOTAL, COMPATIBLE, MIN_SPEEDUP, MAX_CROSSOVER = (
+    "fits", "min_headroom", "max_total_memory", "compatible", "min_speedup", "max_crossover_below")
+REQUIREMENTS = (FITS, MIN_HEADROOM, MAX_TOTAL, COMPATIBLE, MIN_SPEEDUP, MAX_CROSSOVER)
 PASS, FAIL, SKIP = "pass", "fail", "skip"
 
 
@@ -118,7 +122,29 @@ def judge(a: Assessment) -> list[Result]:
         out.append(_compatible(a))
     if req.min_speedup is not None:
         out.append(_speedup(a))
+    if req.max_crossover_below is not None:
+        out.append(_crossover(a))
     return out
+
+
+def _crossover(a: Assessment) -> Result:
+    sc = a.scenario
+    d = sc.deployment
+    peak = d.require.max_crossover_below
+    if sc.method is None:
+        return Result(d.name, sc.label, MAX_CROSSOVER, SKIP, None, peak, "no draft: nothing to stop paying")
+    try:
+        curve = load_curve(sc, peak)
+    except MachineError as e:
+        raise ConfigError(f"Cannot check deployment '{d.name}' of '{sc.origin}' (require.max_crossover_below) "
+                          f"on '{sc.label}': {e}.", sc.origin, key="require.max_crossover_below") from e
+    cross = load.crossover_batch(curve)
+    shown = ", ".join(f"B={p.batch} {p.speedup:.2f}x (K={p.k}{'' if p.fits else ', does not fit'})" for p in curve)
+    if cross is None:
+        return Result(d.name, sc.label, MAX_CROSSOVER, PASS, None, peak,
+                      f"speculation pays at every concurrency up to {peak}: {shown}")
+    return Result(d.name, sc.label, MAX_CROSSOVER, FAIL, cross, peak,
+                  f"speculation stops paying at {cross} concurrent sequences (<= the peak {peak}): {shown}")
 
 
 def _compatible(a: Assessment) -> Result:

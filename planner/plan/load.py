@@ -47,7 +47,7 @@ def batch_point(batch: int, problem: fit.Problem, costs: Costs, alpha: Acceptanc
     devs = fit.evaluate(problem, problem.settings.context, batch)
     headroom = min(d.headroom_bytes for d in devs)
     pred = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k_max,
-                         verify_bounds=costs.verify_bounds, k_fixed=k_fixed)
+                         verify_bounds=costs.verify_bounds, k_fixed=k_fixed, overhead_low_s=costs.overhead_low_s)
     per_seq = pred.speedup / costs.verify_s[0]
     return BatchPoint(batch=batch, k=pred.k_best, speedup=pred.speedup,
                       speedup_interval=(pred.speedup_low, pred.speedup_high), verdict=pred.verdict,

@@ -15,6 +15,7 @@ Schema (docs/check.md):
     profile = "probe.json"        # or profile = { "h100-sxm" = "h100.json" } (one per machine)
     [deployment.require]
     fits = true; min_headroom = "1GiB"; compatible = true; min_speedup = 1.1  # or "no_slowdown"
+    max_crossover_below = 64  # speculation must still pay at 64 concurrent sequences
     max_total_memory = "60GiB"; speedup_estimate = "expected"  # or "pessimistic" (low end of the interval)
     # compatible = "allow_fallback": a heterogeneous-vocabulary fallback (vLLM TLI, transformers UAG) passes
 
@@ -52,7 +53,8 @@ DEPLOYMENT_KEYS = {"name": str, "target": str, "draft": str, "engine": str, "con
                    "profile": (str, dict), "temperature": float, "max_k": int, "require": dict}
 DEFAULT_KEYS = {k: v for k, v in DEPLOYMENT_KEYS.items() if k not in ("name", "target", "draft", "require")}
 REQUIRE_KEYS = {"fits": bool, "min_headroom": (str, int), "compatible": (bool, str),
-                "min_speedup": (float, int, str), "max_total_memory": (str, int), "speedup_estimate": str}
+                "min_speedup": (float, int, str), "max_total_memory": (str, int), "speedup_estimate": str,
+                "max_crossover_below": int}
 ALLOW_FALLBACK = "allow_fallback"
 SPEEDUP_ESTIMATES = ("expected", "pessimistic")
 
@@ -66,6 +68,8 @@ class Requirements:
     max_total_bytes: int | None = None
     allow_fallback: bool = False  # compatible = "allow_fallback": a vocabulary fallback passes
     speedup_estimate: str = "expected"  # "pessimistic": the low end of the acceptance interval
+    # the deployment's peak concurrency: fail when speculation stops paying at or below it
+    max_crossover_below: int | None = None
 
 
 @dataclass(frozen=True)
@@ -255,6 +259,11 @@ def _deployment(d: dict[str, Any], origin: str, where: str) -> Deployment:
         raise ConfigError(f"Cannot use policy '{origin}': {where} require.speedup_estimate must be one of "
                           f"{', '.join(SPEEDUP_ESTIMATES)} (got {estimate!r}).", origin,
                           key="require.speedup_estimate")
+    peak = req.get("max_crossover_below")
+    if peak is not None and not 1 <= peak <= 1 << 20:
+        raise ConfigError(f"Cannot use policy '{origin}': {where} require.max_crossover_below must be a "
+                          f"concurrency between 1 and {1 << 20} (got {peak}).", origin,
+                          key="require.max_crossover_below")
     if "k" in d and "max_k" in d and d["k"] > d["max_k"]:
         raise ConfigError(f"Cannot use policy '{origin}': {where} k = {d['k']} is above max_k = {d['max_k']} "
                           f"(expected k <= max_k).", origin, key="k")
@@ -268,7 +277,8 @@ def _deployment(d: dict[str, Any], origin: str, where: str) -> Deployment:
         fits=req.get("fits", True), min_headroom_bytes=size("require.min_headroom", req.get("min_headroom", 0)),
         compatible=bool(compatible), min_speedup=float(ms) if ms is not None else None,
         max_total_bytes=size("require.max_total_memory", req["max_total_memory"]) if "max_total_memory" in req
-        else None, allow_fallback=compatible == ALLOW_FALLBACK, speedup_estimate=estimate)
+        else None, allow_fallback=compatible == ALLOW_FALLBACK, speedup_estimate=estimate,
+        max_crossover_below=peak)
     return Deployment(
         name=str(d["name"]), target=str(d["target"]), draft=d.get("draft"), engine=engine,
         context=context, batch=d.get("batch", 1), kv_dtype=d.get("kv_dtype"), weights_dtype=d.get("weights_dtype"),

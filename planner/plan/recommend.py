@@ -172,12 +172,21 @@ def roofline_machine(machine: Machine, layout: fit.Layout, engine: str | None = 
                            f"Use --machine with a catalog name (planner machines list), --profile FILE from "
                            f"'planner probe', or --probe on this machine.")
     tp = layout.tp
-    # CPUs: LLM matmul kernels reach a fraction of the vector-FMA peak the catalog and detection give
-    eff = CPU_MATMUL_EFFICIENCY if machine.kind == "cpu" else 1.0
+    # CPUs: LLM matmul kernels reach a fraction of the vector-FMA peak the catalog and detection give;
+    # GPUs: the share of peak tensor FLOP/s the engine's GEMMs reach (Engine.compute_efficiency)
+    eff = CPU_MATMUL_EFFICIENCY if machine.kind == "cpu" else compute_share(engine, machine.kind)[0]
     flops = {k: (v * tp * eff if v else v) for k, v in machine.peak_flops.items()}
     share, _ = bandwidth_share(engine, machine.kind)
+    link, latency = machine.interconnect or (None, 0.0)
     return roofline.Roof(bandwidth_bytes_per_s=machine.bandwidth_bytes_per_s * tp * share, peak_flops=flops,
-                         name=machine.name, kind=machine.kind)
+                         name=machine.name, kind=machine.kind, tp=tp, link_bytes_per_s=link, link_latency_s=latency)
+
+
+def compute_share(engine: str | None, kind: str) -> tuple[float, str]:
+    """(share of peak tensor FLOP/s the engine's GEMMs reach, its source) on this machine kind."""
+    if engine is None:
+        return 1.0, "peak FLOP/s"
+    return engines.get(engine).compute_efficiency.get(kind, (1.0, "peak FLOP/s (no measured share)"))
 
 
 def bandwidth_share(engine: str | None, kind: str) -> tuple[float, str]:
@@ -189,16 +198,23 @@ def bandwidth_share(engine: str | None, kind: str) -> tuple[float, str]:
 
 def roofline_costs(target: ModelSpec, method: DraftingMethod, machine: roofline.Roof, s: Settings,
                    k_max: int) -> Costs:
-    """Roofline t_v(1..k_max+1) of the target and the method's t_d on the deployment context (one sequence)."""
+    """Roofline t_v(1..k_max+1) of the target, the method's t_d and the engine's per-round speculation
+    overhead t_o on the deployment context, at the settings' batch (concurrent sequences)."""
     verify = roofline.verify_costs(target, machine, context=s.context, n_max=k_max + 1, settings=s)
-    return roofline_verify(verify, method.step_s(machine, s), machine.name)
+    return roofline_verify(verify, method.step_s(machine, s), machine.name, s)
 
 
-def roofline_verify(verify: Sequence[roofline.ForwardCost], draft_s: float, name: str) -> Costs:
-    """Costs from roofline forwards: the central t_v curve and the kernel-curve interval around it."""
+def roofline_verify(verify: Sequence[roofline.ForwardCost], draft_s: float, name: str, s: Settings) -> Costs:
+    """Costs from roofline forwards: the central t_v curve and the kernel-curve interval around it, and the
+    engine's per-round speculation overhead at the settings' batch."""
     basis = {c.kernel_basis for c in verify[1:]} - {"none"}
     src = f"roofline ({name})" + (f"; verify kernels: {', '.join(sorted(basis))} curves" if basis else "")
-    return Costs(verify_s=tuple(c.seconds for c in verify), draft_s=draft_s, overhead_s=0.0, source=src,
+    t_o, t_o_low, why = roofline.spec_round_overhead_s(s.engine, s.batch)
+    if t_o:
+        src += (f"; speculation overhead {t_o * 1e3:.3g} ms per round at {s.batch} sequence(s), "
+                f"{t_o_low * 1e3:.3g} ms at the optimistic end ({why})")
+    return Costs(verify_s=tuple(c.seconds for c in verify), draft_s=draft_s, overhead_s=t_o, source=src,
+                 overhead_low_s=t_o_low,
                  verify_low_s=tuple(c.seconds_low for c in verify), verify_high_s=tuple(c.seconds_high for c in verify))
 
 
@@ -224,7 +240,7 @@ def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compat
     headroom = min(d.headroom_bytes for d in devs)
     verdict, fallback, compatible = compat.verdict, compat.fallback, compat.runs
     pred = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k_max,
-                         verify_bounds=costs.verify_bounds, k_fixed=k_fixed)
+                         verify_bounds=costs.verify_bounds, k_fixed=k_fixed, overhead_low_s=costs.overhead_low_s)
     reasons = list(pred.reasons)
     if headroom < 0:
         reasons.insert(0, f"does not fit: {-headroom:,} B over the tightest device's budget")
@@ -319,7 +335,7 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
             key = (s.kv_dtype, s.context, s.batch)
             if key not in curves:
                 curves[key] = roofline.verify_costs(target, roof, context=s.context, n_max=k_max + 1, settings=s)
-            return roofline_verify(curves[key], method.step_s(roof, s), roof.name)
+            return roofline_verify(curves[key], method.step_s(roof, s), roof.name, s)
     options = []
     for method in cands:
         compat = method.compatibility(target, engine, context=context)

@@ -115,8 +115,7 @@ def ratio(backend: str | None, fam: str | None, n: int, *, measured_only: bool =
     if backend is None or fam is None or n <= 1:
         return FLAT
     if measured_only:
-        last = max((c.points[-1][0] for c in curves_for(backend, backend_family(backend, fam))), default=1)
-        n = min(n, last)
+        n = min(n, measured_span(backend, fam))
         if n <= 1:
             return FLAT
     fam = backend_family(backend, fam)
@@ -141,6 +140,13 @@ def ratio(backend: str | None, fam: str | None, n: int, *, measured_only: bool =
     central = statistics.median(model) if model else statistics.median(values)
     return Ratio(central, min(values), max(values), "measured" if model else "op-level",
                  tuple(dict.fromkeys(c.source for c in own)))
+
+
+def measured_span(backend: str | None, fam: str | None) -> int:
+    """The largest n any published curve of this backend and family reaches (1: none published)."""
+    if backend is None or fam is None:
+        return 1
+    return max((c.points[-1][0] for c in curves_for(backend, backend_family(backend, fam))), default=1)
 
 
 def curves_for(backend: str, fam: str) -> tuple[Curve, ...]:

@@ -273,6 +273,8 @@ class Costs:
     # published kernel curves, speed/kernels.py); None: verify_s is the only curve (measured, or flat)
     verify_low_s: tuple[float, ...] | None = None
     verify_high_s: tuple[float, ...] | None = None
+    # t_o at the optimistic end (the engine's per-sequence speculation cost hidden); None: overhead_s only
+    overhead_low_s: float | None = None
 
     @property
     def verify_bounds(self) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
@@ -314,7 +316,7 @@ class Prediction:
 
 def predict(verify_s: Sequence[float], draft_s: float, alpha: Alpha | Acceptance, overhead_s: float = 0.0,
             k_max: int | None = None, verify_bounds: tuple[Sequence[float], Sequence[float]] | None = None,
-            k_fixed: int | None = None) -> Prediction:
+            k_fixed: int | None = None, overhead_low_s: float | None = None) -> Prediction:
     """Best K, speed-up, break-even acceptance, verdict and reasons for one target/draft pair.
 
     Args:
@@ -327,6 +329,8 @@ def predict(verify_s: Sequence[float], draft_s: float, alpha: Alpha | Acceptance
         verify_bounds: (fastest, slowest) t_v curves the kernels allow; the pessimistic speed-up takes the
             slowest with the low alpha, the optimistic one the fastest with the high alpha.
         k_fixed: judge this K (the one deployed) instead of searching; the verdict is that K's.
+        overhead_low_s: t_o at the optimistic end of what the engine is known to cost (the optimistic
+            speed-up takes it; None: overhead_s throughout).
 
     Returns:
         A `Prediction`; verdict is "faster", "slower" or "uncertain".
@@ -347,9 +351,12 @@ def predict(verify_s: Sequence[float], draft_s: float, alpha: Alpha | Acceptance
     fast, slow = verify_bounds if verify_bounds is not None else (verify_s, verify_s)
     a_low = low if low is not None else central
     a_high = high if high is not None else central
-    s_low = speedup(k, slow, draft_s, a_low, overhead_s)
-    s_high = (speedup(k, fast, draft_s, a_high, overhead_s) if k_fixed
-              else max(speedup_curve(fast, draft_s, a_high, overhead_s, k_top)))
+    # either curve may be the pessimistic one: a slower t_v(K+1) lowers S, a slower t_v(1) (the baseline)
+    # raises it, and batched forwards shift both (speed/roofline.py beyond_curve_s)
+    o_high = overhead_s if overhead_low_s is None else min(overhead_low_s, overhead_s)
+    s_low = min(speedup(k, v, draft_s, a_low, overhead_s) for v in (slow, fast))
+    s_high = max(speedup(k, v, draft_s, a_high, o_high) if k_fixed
+                 else max(speedup_curve(v, draft_s, a_high, o_high, k_top)) for v in (fast, slow))
     result = verdict(s_low, s_high)
     reasons: tuple[str, ...] = ()
     if curve[k - 1] <= 1.0:

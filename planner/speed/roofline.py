@@ -4,7 +4,9 @@ Why: the speed model needs t_v(n) and t_d. On the user's own machine a probe mea
 them; for a machine only known from its catalogue figures (bandwidth, peak FLOP/s)
 the best we can say is the roofline bound plus a named per-forward engine overhead:
 
-  t(n, C) = max(weight_bytes * r(n) / bw + kv_bytes / bw, flops / peak_flops) + engine overhead
+  t(n, C, B) = max((weight_bytes * r(nB) + B * kv_bytes + logit_bytes) / bw, B * flops / peak_eff)
+               + engine overhead + tensor-parallel all-reduce
+  per round   t_o(B) = the engine's speculation machinery, fixed + B x per sequence (spec_round_overhead_s)
   bw          = peak bandwidth x the share a batch-1 decode reaches on this engine and machine kind
                 (Engine.bandwidth_efficiency: 0.66-0.85, each with its source)
   weight_bytes= weights read once per forward (MoE: only the experts the n tokens touch)
@@ -12,8 +14,11 @@ the best we can say is the roofline bound plus a named per-forward engine overhe
                 (speed/kernels.py: published curves; 1 where none is published)
   kv_bytes    = KV cache read for the C-token prefix + KV written for the n new tokens
   flops       = 2 * active params * n + sum over attention layers of 4 * n * C * q_heads * head_dim
+  peak_eff    = peak FLOP/s x the share the engine's GEMMs reach (Engine.compute_efficiency)
+  logit_bytes = n * B * vocab * LOGIT_BYTES (the lm_head's rows, cast to fp32 and read by the sampler)
+  all-reduce  = 2 per layer x (latency + 2 (tp-1)/tp x n B hidden x 2 B / link bandwidth)  (tp > 1)
 
-It assumes decode is one sequence; say so wherever it is shown.
+B = 1 is one sequence; `batch` prices B concurrent sequences (plan/load.py).
 """
 
 from __future__ import annotations
@@ -48,6 +53,9 @@ class Roof:
     peak_flops: Mapping[str, float]
     name: str = "machine"
     kind: str = "gpu"  # gpu | apple | cpu: which kernels the engine runs (Engine.verify_backend)
+    tp: int = 1  # tensor-parallel ranks the figures aggregate (each forward all-reduces across them)
+    link_bytes_per_s: float | None = None  # device-to-device bandwidth per rank (None: not catalogued)
+    link_latency_s: float = 0.0  # one small all-reduce
 
 
 @dataclass(frozen=True)
@@ -69,6 +77,9 @@ class ForwardCost:
     seconds_low: float = 0.0  # the same forward at the low and high end of the kernel-curve interval
     seconds_high: float = 0.0
     kernel_basis: str = "none"  # measured | op-level | none (speed/kernels.py)
+    batch: int = 1
+    logit_bytes: int = 0
+    comm_s: float = 0.0  # tensor-parallel all-reduce time (0 at tp 1)
 
 
 # --- bytes ----------------------------------------------------------------------
@@ -172,6 +183,45 @@ def engine_overhead_s(engine: str, n_layers: int) -> tuple[float, str]:
     return fixed + per_layer * n_layers, e.forward_overhead_source
 
 
+# The sampler's view of the lm_head output: bf16 rows written (2 B), cast to fp32 (4 B written) and read
+# back by sampling or rejection sampling (4 B) -- vLLM v1/sample/sampler.py Sampler.forward casts
+# `logits.to(torch.float32)` before the logits processors; one read is the least any sampler does.
+LOGIT_BYTES = 2 + 4 + 4
+ACTIVATION_BYTES = 2  # bf16/fp16 activations cross the tensor-parallel all-reduce
+
+
+def logit_bytes(spec: ModelSpec, tokens: int) -> int:
+    """Bytes the vocabulary-wide logits of `tokens` rows move (every verified position is sampled)."""
+    return tokens * spec.vocab * LOGIT_BYTES
+
+
+def allreduce_s(spec: ModelSpec, machine: MachineLike, tokens: int) -> float:
+    """Tensor-parallel communication of one forward: two all-reduces per layer (attention, MLP outputs).
+
+    # ring all-reduce of m bytes over tp ranks: latency + 2 (tp-1)/tp * m / link bandwidth
+    # m = tokens * hidden * 2 B ; 2 per decoder layer (Megatron-style TP, as vLLM/SGLang shard)
+    0 at tp 1, and when the machine catalogues no link (then the caller says it is not modelled).
+    """
+    tp = int(getattr(machine, "tp", 1) or 1)
+    link = getattr(machine, "link_bytes_per_s", None)
+    if tp <= 1 or not link:
+        return 0.0
+    m = tokens * spec.hidden * ACTIVATION_BYTES
+    one = float(getattr(machine, "link_latency_s", 0.0)) + 2 * (tp - 1) / tp * m / float(link)
+    return 2 * spec.n_layers * one
+
+
+def spec_round_overhead_s(engine: str, batch: int) -> tuple[float, float, str]:
+    """Per-round cost of the engine's speculation machinery at `batch` sequences: (central, optimistic, source).
+
+    # t_o(B) = fixed + B * per sequence   (Engine.spec_round_overhead_s)
+    # optimistic end: the fixed part only (per-sequence work hidden by asynchronous scheduling)
+    """
+    e = engines.get(engine)
+    fixed, per_seq = e.spec_round_overhead_s
+    return fixed + batch * per_seq, fixed, e.spec_round_overhead_source
+
+
 def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int, settings: Settings | None = None,
                  overhead_s: float | None = None, compute_dtype: str | None = None, batch: int | None = None) -> ForwardCost:
     """Roofline time of one forward of n new tokens for each of `batch` sequences on a `context`-token prefix.
@@ -210,25 +260,51 @@ def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int,
     peak, key = peak_flops_for(spec, s, machine, compute_dtype)
     w = weight_bytes_read(spec, s, n * batch)
     kv = batch * kv_bytes_moved(spec, s, context, n)
+    lg = logit_bytes(spec, n * batch)
     flops = batch * forward_flops(spec, context, n)
     r = kernel_ratio(spec, s, getattr(machine, "kind", "gpu"), n * batch, measured_only=batch > 1,
                      machine_name=str(getattr(machine, "name", "")))
     comp_s = flops / peak
-    mem_s, mem_lo, mem_hi = ((w * x + kv) / bw for x in (r.central, r.low, r.high))
+    mem_s, mem_lo, mem_hi = ((w * x + kv + lg) / bw for x in (r.central, r.low, r.high))
+    beyond = beyond_curve_s(spec, s, machine, n * batch, comp_s) if batch > 1 and r.basis != "none" else 0.0
     if overhead_s is None:
         overhead_s, why = engine_overhead_s(s.engine, spec.n_layers)
     else:
         why = "given"
+    comm = allreduce_s(spec, machine, n * batch)
+    extra = overhead_s + comm
     bound = "memory" if mem_s >= comp_s else "compute"
-    src = (f"{LABEL}: max({w + kv} B / {bw:.4g} B/s, {flops:.4g} FLOP / {peak:.4g} FLOP/s {key}) "
+    src = (f"{LABEL}: max({w + kv + lg} B / {bw:.4g} B/s, {flops:.4g} FLOP / {peak:.4g} FLOP/s {key}) "
            f"+ {overhead_s * 1e3:.3g} ms overhead ({why})")
+    if comm:
+        src += f" + {comm * 1e3:.3g} ms tensor-parallel all-reduce"
     if r.basis != "none":
         src += f"; {kernels.describe(r, n)}"
-    return ForwardCost(seconds=max(mem_s, comp_s) + overhead_s, memory_s=mem_s, compute_s=comp_s,
-                       overhead_s=overhead_s, bytes_moved=w + kv, weight_bytes=w, kv_bytes=kv, flops=flops,
+    if beyond:
+        src += (f"; {beyond * 1e3:.3g} ms of matmul rows past the published kernel curve added, not overlapped "
+                f"(low end: overlapped)")
+    return ForwardCost(seconds=max(mem_s + beyond, comp_s) + extra, memory_s=mem_s, compute_s=comp_s,
+                       overhead_s=overhead_s, bytes_moved=w + kv + lg, weight_bytes=w, kv_bytes=kv, flops=flops,
                        bound=bound, n=n, context=context, source=src,
-                       seconds_low=max(mem_lo, comp_s) + overhead_s, seconds_high=max(mem_hi, comp_s) + overhead_s,
-                       kernel_basis=r.basis)
+                       seconds_low=max(mem_lo, comp_s) + extra, seconds_high=max(mem_hi + beyond, comp_s) + extra,
+                       kernel_basis=r.basis, batch=batch, logit_bytes=lg, comm_s=comm)
+
+
+def beyond_curve_s(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int, comp_s: float) -> float:
+    """Matmul time of the token rows a batched forward has past the backend's published kernel curve.
+
+    # published curves (speed/kernels.py) measure t(n)/t(1) up to n_c token rows; past n_c the level is held,
+    # and each further row adds its own FLOPs on top of the weight stream instead of hiding under it:
+    #   beyond = compute_s * (rows - n_c) / rows        (0 when rows <= n_c)
+    Why: decode TPOT grows with concurrency long before the FLOP roof binds (the kernels past their
+    small-batch plateau are neither flat nor perfectly overlapped); the low end of the interval keeps the
+    overlapped roofline, so the gap between the two is stated, not hidden.
+    """
+    backend = kernels.backend_for_machine(engines.get(s.engine).verify_backend.get(getattr(machine, "kind", "gpu")),
+                                          str(getattr(machine, "name", "")))
+    scheme = quant.parse_scheme(s.weights_dtype, group_size=s.group_size).kind if s.weights_dtype else None
+    span = kernels.measured_span(backend, kernels.family(memory.weights(spec, s)[1], scheme))
+    return comp_s * (rows - span) / rows if rows > span else 0.0
 
 
 def kernel_ratio(spec: ModelSpec, s: Settings, kind: str, n: int, *, measured_only: bool = False,
