@@ -217,7 +217,10 @@ def row(t: Target, m: Machine, o: Options) -> Row:
     headroom = c.headroom_bytes if c.draft is not None else rec.baseline_headroom_bytes
     mc, limit = fit.max_context(problem) if rec.baseline_fits else (0, "memory")
     costs = rec.plans[0].costs_source if rec.plans else costs
-    rate = c.baseline_tokens_per_s
+    # a plan's own plain rate (its speed-up is relative to it); plain decoding runs at the KV type it
+    # launches with, so its rate is recommend's figure at that type (the top option may be 8-bit KV)
+    rate = c.baseline_tokens_per_s if c.draft is not None else next(
+        (x.baseline_tokens_per_s for x in rec.plans if x.kv_dtype == c.kv_dtype and x.baseline_tokens_per_s), None)
     if rate is None and rec.baseline_fits:  # no candidate was priced: the plain rate recommend would have used
         rate, costs = _plain_rate(t, m, o, engine, layout, wd, costs_for is not None)
     return Row(m, t, engine, o.context, o.batch, as_stored, wd, rec, headroom, mc, limit, costs,
