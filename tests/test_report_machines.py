@@ -239,6 +239,10 @@ def test_markdown_links_the_plot_and_fleet_matrix(tmp_path, capsys):
     assert code == 0, err
     md = out.read_text()
     assert "## Fleet: targets x machines" in md and "| target | rtx-4090 | m3-max-36gb | best machine |" in md
+    matrix = md.split("## Fleet", 1)[1].split("## rtx-4090", 1)[0]
+    cells = [ln.split(" | ") for ln in matrix.splitlines() if ln.startswith("| meta-llama/")]
+    best = [c[-1].rstrip(" |") for c in cells]
+    assert "none" in best and best == sorted(best, key=lambda b: b == "none")  # fits somewhere first
     assert "## rtx-4090: what runs here" in md and "## m3-max-36gb: what runs here" in md
     assert "llama-server " in md  # the Apple machine's default engine
     links = sorted(ln[ln.index("](") + 2:-1] for ln in md.splitlines() if ln.startswith("!["))

@@ -142,16 +142,17 @@ def _cell(r: Row | None) -> str:
 
 
 def matrix(per_machine: Sequence[tuple[Any, Sequence[Row]]]) -> list[tuple[str, list[Row | None], Row | None]]:
-    """(target id, its row on each machine or None, the best machine's row) for every target, larger first."""
+    """(target id, its row on each machine or None, the best machine's row) for every target: those that
+    fit somewhere first, then larger models first (the machine parts' order)."""
     ids: dict[str, int] = {}
     for _, rows in per_machine:
         for r in rows:
             ids.setdefault(r.target.spec.id, r.target.params)
     out = []
-    for tid in sorted(ids, key=lambda t: (-ids[t], t)):
+    for tid in ids:
         cells = [next((r for r in rows if r.target.spec.id == tid), None) for _, rows in per_machine]
         out.append((tid, cells, best_machine([r for r in cells if r is not None])))
-    return out
+    return sorted(out, key=lambda x: (x[2] is None, -ids[x[0]], x[0]))
 
 
 def fleet_part(per_machine: Sequence[tuple[Any, Sequence[Row]]]) -> Part:
