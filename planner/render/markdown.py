@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from .document import Block, Cell, Part, Plot, Section
+from .document import Block, Cell, Plot, Section
 
 
 def _md_cell(c: Cell) -> str:
@@ -35,11 +35,11 @@ def _md_block(b: Block, images: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def image_name(stem: str, s: Section | Part, plot: Plot) -> str:
+def image_name(stem: str, s: Section, plot: Plot) -> str:
     return f"{stem}-{s.anchor}-{plot.name}.svg"
 
 
-def render_markdown(sections: Sequence[Section | Part], *, title: str, subtitle: str, stem: str) -> str:
+def render_markdown(sections: Sequence[Section], *, title: str, subtitle: str, stem: str) -> str:
     """Markdown with the same tables; figures link `<stem>-<section>-<plot>.svg` beside the file."""
     out = [f"# {title}", "", subtitle, ""]
     if len(sections) > 1:
