@@ -17,6 +17,7 @@ from ..plan import scenario as C
 from ..plan.policy import Deployment, load_policy
 from ..render import html as R
 from ._common import app, engine_for, split_values
+from ._machine_report import MachineReport, machine_report, read_list
 from ._options import (
     AcceptanceOpt,
     BatchOpt,
@@ -26,6 +27,7 @@ from ._options import (
     DraftOpt,
     GpuMemoryOpt,
     GpusOpt,
+    JsonOpt,
     KvDtypeOpt,
     MaxKOpt,
     PpOpt,
@@ -39,14 +41,27 @@ from ._options import (
 
 TargetArg = Annotated[str | None, typer.Argument(
     help="Model: local dir, config.json, .gguf, HF id or catalog name (or use --config).")]
-OutOpt = Annotated[str, typer.Option("--out", "-o", help="FILE.html (one self-contained file) or FILE.md (plots "
-                                                         "written beside it as SVG).")]
+OutOpt = Annotated[str | None, typer.Option("--out", "-o", help="FILE.html (one self-contained file) or FILE.md (plots "
+                                                                "written beside it as SVG).")]
 KOpt = Annotated[int | None, typer.Option("--k", help="Judge the speed-up at this K (default: the best K).",
                                           min=1, max=64)]
 MachinesOpt = Annotated[list[str] | None, typer.Option(
     "--machine", "-m", help="Machine to report on (repeatable; catalog name, JSON file or auto; default auto). "
                             "With --config: replaces each deployment's machines.")]
 NoPlotsOpt = Annotated[bool, typer.Option("--no-plots", help="Tables only (no matplotlib needed).")]
+TargetsOpt = Annotated[list[str] | None, typer.Option(
+    "--targets", help="No TARGET: the models to place (comma-separated ids, aliases, folders, or a FILE with one a "
+                      "line; repeatable). Default: the bundled catalog.")]
+CatalogOpt = Annotated[bool, typer.Option("--catalog", help="No TARGET: every bundled catalog model (the default; "
+                                                            "with --targets, added to them).")]
+FleetOpt = Annotated[str | None, typer.Option("--fleet", help="No TARGET: a FILE of machines, one a line (catalog "
+                                                              "names, JSON files, auto), added to --machine.")]
+MinSpeedupOpt = Annotated[float | None, typer.Option("--min-speedup", help="No TARGET: only rows whose best plan "
+                                                                           "predicts at least this speed-up.", min=0)]
+FamilyOpt = Annotated[str | None, typer.Option("--family", help="No TARGET: only these lineages (comma-separated; "
+                                                                "a prefix matches: qwen keeps qwen2.5 and qwen3).")]
+MaxParamsOpt = Annotated[str | None, typer.Option("--max-params", help="No TARGET: only models with at most this "
+                                                                       "many parameters (8B, 500M).")]
 CLI_ORIGIN = "command line"
 
 
@@ -104,22 +119,59 @@ def report(
     temperature: TemperatureOpt = 0.0,
     config: ConfigOpt = None,
     deployment: DeploymentOpt = None,
-    out: OutOpt = ...,
+    out: OutOpt = None,
     no_plots: NoPlotsOpt = False,
+    targets: TargetsOpt = None,
+    catalog: CatalogOpt = False,
+    fleet: FleetOpt = None,
+    min_speedup: MinSpeedupOpt = None,
+    family: FamilyOpt = None,
+    max_params: MaxParamsOpt = None,
+    as_json: JsonOpt = False,
 ) -> None:
     """Write the fit report: per machine the memory ledger, pair verdicts, verify curve, speed-up vs K,
     recommendation and launch commands. HTML is one self-contained file; Markdown links SVGs beside it.
 
+    With no TARGET, machine first: per machine one row per model (the catalog, or --targets) with fit,
+    largest context, best plan, speed-up, tokens/s, verdict and launch command; several machines add a
+    targets x machines matrix. --json prints the same rows.
+
     Exit code: 0 the report was written, 2 bad input. (Gate CI with 'planner check'.)
 
     Examples:
+      planner report --machine rtx-4090 --out here.html
+      planner report --machine auto --profile probe.json --family qwen --max-params 14B --out mine.md
+      planner report --machine h100-sxm --machine rtx-4090 --machine m3-max-36gb --min-speedup 1.2 --json
       planner report qwen2.5-14b-instruct --draft qwen2.5-1.5b-instruct --machine h100-sxm --machine rtx-4090 --out fit.html
       planner report llama-3.1-8b-instruct --gpu-memory 24GiB --engine llama.cpp --out fit.md
       planner report llama-3.1-8b --draft llama-3.2-1b --machine auto --profile probe.json --out here.html
       planner report --config planner.toml --out report.html
     """
-    if (target is None) == (config is None):
+    if target is None and config is None:
+        opts = MachineReport(machines=[*split_values(machine), *(read_list(fleet, what="--fleet") if fleet else [])],
+                             targets=split_values(targets), catalog=catalog, context=context, batch=batch,
+                             engine=engine, kv_dtype=kv_dtype, utilization=utilization, temperature=temperature,
+                             max_k=max_k, acceptance=acceptance, profile=profile, min_speedup=min_speedup,
+                             family=family, max_params=max_params)
+        not_here = [flag for flag, v in (("--draft", draft), ("--k", k), ("--tp", tp), ("--pp", pp),
+                                         ("--weights-dtype", weights_dtype), ("--deployment", deployment),
+                                         ("--gpu-memory", gpu_memory), ("--gpus", gpus)) if v]
+        if not_here:
+            raise UsageError(f"Cannot use {not_here[0]} without a TARGET: the machine-first report picks each "
+                             f"model's plan (give a TARGET for a one-model report).")
+        machine_report(opts, out=out, plots=not no_plots, as_json=as_json)
+        return
+    if target is not None and config is not None:
         raise UsageError("Cannot make a report: give either a TARGET model or --config FILE (expected exactly one).")
+    if out is None:
+        raise UsageError("Missing option '--out': a report with a TARGET or --config is written to FILE.html or "
+                         "FILE.md.")
+    fleet_flags = [flag for flag, v in (("--targets", targets), ("--catalog", catalog), ("--fleet", fleet),
+                                        ("--min-speedup", min_speedup), ("--family", family),
+                                        ("--max-params", max_params), ("--json", as_json)) if v]
+    if fleet_flags:
+        raise UsageError(f"Cannot use {fleet_flags[0]} with a TARGET or --config: it belongs to the machine-first "
+                         f"report (leave the TARGET out).")
     if config is not None:
         policy = load_policy(config)
         wanted = split_values(deployment)

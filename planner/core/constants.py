@@ -8,6 +8,7 @@ is named here with its source so reports can cite it. No other module reads
 from __future__ import annotations
 
 import os
+from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 
@@ -49,6 +50,13 @@ def catalog_dir() -> Path:
     override = os.environ.get("SPEC_PLANNER_CATALOG")
     if override:
         return Path(override)
+    return _bundled_catalog_dir()
+
+
+@lru_cache(maxsize=1)
+def _bundled_catalog_dir() -> Path:
+    # The package does not move while it runs: resolve it once (the catalog readers ask per look-up,
+    # tens of thousands of times in a fleet report, and each resolve() walks the symlink).
     bundled = Path(str(resources.files("planner") / "catalogs"))
     if not bundled.is_dir() and (bundled.parents[1] / "catalogs").is_dir():
         return (bundled.parents[1] / "catalogs").resolve()
@@ -105,6 +113,8 @@ DETECT_TIMEOUT_S = 10.0
 DETECT_OUTPUT_MAX_BYTES = 1 * MiB
 # A machine description file (catalogs/machines/*.json or --machine FILE) is small.
 MACHINE_JSON_MAX_BYTES = 1 * MiB
+# A list file of model or machine references (`planner report --targets FILE`, `--fleet FILE`): one per line.
+LIST_FILE_MAX_BYTES = 1 * MiB
 # Search bounds: largest batch tried, most GPUs a "more GPUs" suggestion considers.
 FIT_MAX_BATCH = 1 << 16
 FIT_MAX_GPUS = 16

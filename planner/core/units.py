@@ -67,3 +67,18 @@ def parse_batches(text: str) -> tuple[int, ...]:
                              f"1,8,32,128.")
         values.append(int(part))
     return tuple(values)
+
+
+def parse_params(text: str, *, what: str = "--max-params") -> int:
+    """'8B' -> 8000000000, '1.5B', '500M', '70b', or a plain integer: parameter counts use decimal
+    suffixes (K, M, B, T), as model names do.
+
+    Raises:
+        UsageError: anything else.
+    """
+    m = re.match(r"^\s*([0-9]{1,15}(?:\.[0-9]{1,6})?)\s*([kKmMbBtT]?)\s*$", str(text))
+    if not m:
+        raise UsageError(f"Cannot use {what} '{str(text)[:40]}': expected a parameter count such as 8B, 1.5B or "
+                         f"500M.")
+    scale = {"": 1, "k": 10**3, "m": 10**6, "b": 10**9, "t": 10**12}[m.group(2).lower()]
+    return round(float(m.group(1)) * scale)

@@ -61,7 +61,8 @@ def get(name: str) -> Engine:
     Raises:
         UsageError: unknown engine.
     """
-    return _REGISTRY[canonical(name)]
+    e = _REGISTRY.get(name)  # the canonical spelling: a dict look-up (the ledger asks once per layer)
+    return e if e is not None else _REGISTRY[canonical(name)]
 
 
 def default_engine(machine_kind: str | None, *, gguf: bool = False) -> str:

@@ -56,3 +56,17 @@ class Section:
     results: tuple[Result, ...] = ()
     blocks: tuple[Block, ...] = ()
     plots: tuple[Plot, ...] = field(default=())
+
+
+@dataclass(frozen=True)
+class Part:
+    """A section of the machine-first report (render/fleet.py): a machine's rows, or the fleet matrix.
+
+    It has no single deployment behind it, so it carries only what the writers read: an anchor,
+    a title, the laid-out blocks and the plots they show.
+    """
+
+    anchor: str
+    title: str
+    blocks: tuple[Block, ...] = ()
+    plots: tuple[Plot, ...] = ()

@@ -25,7 +25,7 @@ from ..core.atomic import atomic_write
 from ..core.errors import UsageError
 from ..plan.scenario import Scenario
 from .blocks import section_blocks
-from .document import Block, Plot, Section
+from .document import Block, Part, Plot, Section
 from .markdown import image_name, render_markdown
 from .plots import plots_for, require_matplotlib
 from .section import build_section
@@ -83,7 +83,7 @@ def _html_block(b: Block, plots: dict[str, Plot]) -> str:
         "</tbody></table>"
 
 
-def render_html(sections: Sequence[Section], *, title: str, subtitle: str) -> str:
+def render_html(sections: Sequence[Section | Part], *, title: str, subtitle: str) -> str:
     """One self-contained HTML document (inline CSS, plots as data URIs, no scripts, no network)."""
     parts = ["<!DOCTYPE html>", '<html lang="en"><head><meta charset="utf-8">',
              '<meta name="viewport" content="width=device-width, initial-scale=1">',
@@ -112,7 +112,7 @@ def build(scenarios: Sequence[Scenario], *, plots: bool = True, judge: bool = Tr
     return [finish(build_section(sc, i, judge=judge), plots=plots) for i, sc in enumerate(scenarios, start=1)]
 
 
-def write(sections: Sequence[Section], out: str, *, title: str, subtitle: str,
+def write(sections: Sequence[Section | Part], out: str, *, title: str, subtitle: str,
           inputs: Sequence[str] = ()) -> list[str]:
     """Write the report (HTML, or Markdown + one SVG per plot beside it), atomically.
 

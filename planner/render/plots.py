@@ -1,15 +1,19 @@
-"""The report's plots: memory ledger per device, verify curve, speed-up against K, as SVG bytes.
+"""The report's plots: memory ledger per device, verify curve, speed-up against K, as SVG bytes;
+and the machine-first report's tokens/s bars per machine.
 
 Why the only module that imports matplotlib (the optional `report` extra): everything else in
 the report is tables, so `planner report --no-plots` and `planner check` run without it.
 matplotlib is imported only when drawing, through `matplotlib.figure.Figure` (no pyplot, no
 global backend). SVG is written with a fixed hash salt and no date, so the same inputs give the
-same bytes; the plots draw the rows render/blocks.py tabulates.
+same bytes; the plots draw the rows render/blocks.py tabulates. The machine-first bar chart
+(`fleet_plot`) is written as SVG by hand: it needs no matplotlib (see its docstring).
 """
 
 from __future__ import annotations
 
+import html
 import io
+import math
 from collections.abc import Sequence
 from typing import Any
 
@@ -123,3 +127,65 @@ def plots_for(s: Section) -> tuple[Plot, ...]:
     if a.speed is not None:
         out.append(Plot("speedup", "Speed-up vs K", speedup_plot(a.speed)))
     return tuple(out)
+
+
+
+def _nice_ticks(top: float) -> list[float]:
+    """0, step, 2 step, ... covering `top`, with step 1, 2 or 5 x 10^n and at most 6 ticks."""
+    raw = max(top, 1e-9) / 5
+    mag = 10 ** math.floor(math.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    return [i * step for i in range(math.ceil(top / step - 1e-9) + 1)]
+
+
+def fleet_plot(labels: Sequence[str], plain: Sequence[float], best: Sequence[float],
+               interval: Sequence[tuple[float, float]], title: str) -> bytes:
+    """Targets x predicted tokens/s on one machine, as SVG bytes: plain decoding beside the best plan
+    (speculation where it pays, with the acceptance interval as a whisker; equal to plain otherwise).
+
+    Written directly as SVG, not through matplotlib: a bar chart needs nothing more, the text stays
+    text (searchable, sharp at any zoom), and importing matplotlib alone costs about 1 s of the 2 s a
+    whole-catalog report may take (issue #20). Same inputs, same bytes.
+    """
+    n = len(labels)
+    width, left, right, top, row_h, bar_h = 820, 250, 30, 56, 22, 8  # px: labels left, bars to the right
+    plot_w = width - left - right
+    height = top + n * row_h + 44
+    ticks = _nice_ticks(max([*plain, *best, *(hi for _, hi in interval)], default=1.0))
+    scale = plot_w / ticks[-1]
+
+    def x(v: float) -> str:
+        return f"{left + v * scale:.1f}"
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="11">',
+           f'<rect width="{width}" height="{height}" fill="#ffffff"/>',
+           f'<text x="{width / 2:.0f}" y="16" text-anchor="middle" font-size="12">{_xml(title)}</text>',
+           f'<rect x="{left}" y="26" width="10" height="10" fill="{COLORS["overhead"]}"/>',
+           f'<text x="{left + 14}" y="35">plain decoding</text>',
+           f'<rect x="{left + 120}" y="26" width="10" height="10" fill="{COLORS["target weights"]}"/>',
+           f'<text x="{left + 134}" y="35">best plan (whisker: acceptance interval)</text>']
+    bottom = top + n * row_h
+    for t in ticks:
+        out.append(f'<line x1="{x(t)}" y1="{top - 4}" x2="{x(t)}" y2="{bottom}" stroke="#dddddd"/>'
+                   f'<text x="{x(t)}" y="{bottom + 14}" text-anchor="middle">{t:g}</text>')
+    for i, (label, p, b, (lo, hi)) in enumerate(zip(labels, plain, best, interval, strict=True)):
+        y = top + i * row_h + 2
+        mid = y + bar_h + bar_h / 2
+        out.append(f'<text x="{left - 6}" y="{y + bar_h + 4}" text-anchor="end">{_xml(label)}</text>')
+        out.append(f'<rect class="plain" x="{left}" y="{y}" width="{p * scale:.1f}" height="{bar_h}" '
+                   f'fill="{COLORS["overhead"]}"><title>{_xml(label)}: plain {p:.1f} tok/s</title></rect>')
+        out.append(f'<rect class="best" x="{left}" y="{y + bar_h}" width="{b * scale:.1f}" height="{bar_h}" '
+                   f'fill="{COLORS["target weights"]}"><title>{_xml(label)}: best {b:.1f} tok/s '
+                   f'({lo:.1f}-{hi:.1f})</title></rect>')
+        if hi > lo:
+            out.append(f'<path d="M{x(lo)} {mid:.1f}H{x(hi)}M{x(lo)} {mid - 3:.1f}V{mid + 3:.1f}'
+                       f'M{x(hi)} {mid - 3:.1f}V{mid + 3:.1f}" stroke="#c55a11" fill="none"/>')
+    out += [f'<line x1="{left}" y1="{bottom}" x2="{left + plot_w}" y2="{bottom}" stroke="#333333"/>',
+            f'<line x1="{left}" y1="{top - 4}" x2="{left}" y2="{bottom}" stroke="#333333"/>',
+            f'<text x="{left + plot_w / 2:.0f}" y="{bottom + 32}" text-anchor="middle">predicted tokens/s per '
+            f'sequence</text>', "</svg>"]
+    return ("\n".join(out) + "\n").encode("utf-8")
+
+
+def _xml(text: str) -> str:
+    return html.escape(text, quote=True)

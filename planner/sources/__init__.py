@@ -22,6 +22,12 @@ from .tokenizer import fingerprint_from_located
 
 __all__ = ["load_spec", "locate", "spec_from_located"]
 
+# A catalog spec is a pure function of its catalog entry, so each is built once per entry object
+# (sources/catalog.py keeps the same dicts while its cache holds the directory): a fleet report asks
+# for every draft candidate once per target x machine (plan/recommend.catalog_candidates), and
+# building a spec from its config is most of that time. Key: (catalog file, ref) -> (entry, spec).
+_CATALOG_SPECS: dict[tuple[str, str], tuple[dict[str, Any], ModelSpec]] = {}
+
 
 def load_spec(ref: str, *, revision: str | None = None) -> ModelSpec:
     """Resolve `ref` and describe the model.
@@ -40,7 +46,17 @@ def load_spec(ref: str, *, revision: str | None = None) -> ModelSpec:
         >>> load_spec("llama-3.1-8b").weights.resident_bytes
         16060522496
     """
-    return spec_from_located(locate(ref, revision=revision))
+    loc = locate(ref, revision=revision)
+    entry = loc.catalog_entry
+    if loc.source != "catalog" or entry is None:
+        return spec_from_located(loc)
+    key = (str(entry.get("_file")), ref)
+    hit = _CATALOG_SPECS.get(key)
+    if hit is not None and hit[0] is entry:  # the same entry object: the same spec
+        return hit[1]
+    spec = spec_from_located(loc)
+    _CATALOG_SPECS[key] = (entry, spec)
+    return spec
 
 
 def spec_from_located(loc: Located) -> ModelSpec:
