@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import json
 import subprocess
 import xml.etree.ElementTree as ET
 from html.parser import HTMLParser
@@ -101,7 +102,7 @@ def test_html_report_holds_ledger_numbers_and_plots(tmp_path, capsys):
         # used, budget, headroom rows equal an independent fit of the same deployment
         assert nums[-3:] == [dev.used_bytes, dev.budget.budget_bytes, dev.headroom_bytes]
     plots = {img["data-plot"] for img in page.images}
-    assert {"ledger", "verify", "speedup"} <= plots and len(page.images) == 6
+    assert {"ledger", "verify", "speedup", "load"} <= plots and len(page.images) == 8
     for img in page.images:
         prefix = "data:image/svg+xml;base64,"
         assert img["src"].startswith(prefix)
@@ -121,7 +122,7 @@ def test_markdown_report_writes_images_beside_it(tmp_path, capsys):
     assert f"| used | {dev.used_bytes / 2**30:.2f} GiB ({dev.used_bytes:,} B) |" in md
     assert f"({8192 * 131072:,} B)" in md and "### Pair verdicts" in md and "| vllm | yes |" in md
     links = [ln[ln.index("](") + 2:-1] for ln in md.splitlines() if ln.startswith("![")]
-    assert sorted(links) == ["fit-s1-ledger.svg", "fit-s1-speedup.svg", "fit-s1-verify.svg"]
+    assert sorted(links) == ["fit-s1-ledger.svg", "fit-s1-load.svg", "fit-s1-speedup.svg", "fit-s1-verify.svg"]
     for name in links:
         svg_root((out.parent / name).read_bytes())
 
@@ -220,3 +221,24 @@ def test_headless_chromium_screenshot_is_not_blank(tmp_path, capsys):
     white = (rgb == 255).all(axis=1).mean()
     assert white < 0.97
 
+
+
+def test_report_shows_the_plan_under_load_as_recommend_prices_it(tmp_path, capsys):
+    """The 'Speed-up under load' table: one row per context (the deployment's, 4x, 16x), one column per
+    concurrency 1..256; each cell is the speed-up `planner recommend --batch` gives for that context and B."""
+    out = tmp_path / "load.md"
+    code, _, err = run(["report", TARGET, "--draft", DRAFT, "--machine", "h100-sxm", "--engine", "vllm",
+                        "--kv-dtype", "fp8", "--context", "512", "--out", str(out)], capsys)
+    assert code == 0, err
+    md = out.read_text()
+    table = md[md.index("### Speed-up under load"):].split("\n\n")[2].splitlines()
+    assert table[0] == "| context | " + " | ".join(f"B={1 << i}" for i in range(9)) + " |"
+    rows = {int(r.split("|")[1].strip().replace(",", "")): r.split("|")[2:-1] for r in table[2:]}
+    assert sorted(rows) == [512, 2048, 8192]
+    for context in (512, 8192):
+        code, js, err = run(["recommend", TARGET, "--candidates", DRAFT, "--machine", "h100-sxm", "--engine", "vllm",
+                             "--kv-dtype", "fp8", "--context", str(context), "--batch", "1,16,256", "--json"], capsys)
+        assert code == 0, err
+        per = {p["batch"]: p for p in json.loads(js)["plans"][0]["per_batch"]}
+        for col, b in ((0, 1), (4, 16), (8, 256)):
+            assert rows[context][col].strip().startswith(f"{per[b]['speedup']:.2f}x K={per[b]['k']} {per[b]['verdict']}")

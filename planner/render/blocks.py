@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from ..core.fmt import fmt_bytes
+from ..plan import load
 from ..plan.assess import Assessment, Speed
 from ..speed import model as speed
 from .check_values import format_value
@@ -181,6 +182,34 @@ def speed_blocks(s: Section) -> list[Block]:
     return out
 
 
+def load_blocks(s: Section) -> list[Block]:
+    """Speed-up against concurrency (serving load) for a few contexts: the roofline at B sequences."""
+    out = [Block("h3", "Speed-up under load")]
+    if not s.load:
+        return [*out, Block("p", f"Not available: {s.load_error or 'no speed figure'}.")]
+    if any(p.name == "load" for p in s.plots):
+        out.append(Block("figure", text="Predicted speed-up against concurrent sequences, one line per context; "
+                                        "1.0 = break-even", figure="load"))
+    batches = [p.batch for p in s.load[0][1]]
+    rows = []
+    for context, points in s.load:
+        cells = [Cell(f"{context:,}")]
+        for p in points:
+            mark = "" if p.fits else " (does not fit)"
+            cells.append(Cell(f"{p.speedup:.2f}x K={p.k} {p.verdict}{mark}"))
+        rows.append(tuple(cells))
+    out.append(Block("table", headers=("context", *(f"B={b}" for b in batches)), rows=tuple(rows)))
+    cross = [f"context {c:,}: {crossover_text(load.crossover_batch(pts), batches[-1])}" for c, pts in s.load]
+    out.append(Block("p", "Speculation stops paying at: " + "; ".join(cross) + ". Roofline costs at each batch: "
+                          "weights read once, every sequence's KV cache, compute for B x (K+1) tokens, the engine's "
+                          "per-round speculation overhead (docs/speed.md, Under load)."))
+    return out
+
+
+def crossover_text(cross: int | None, top: int) -> str:
+    return f"{cross} sequences" if cross is not None else f"none up to {top}"
+
+
 def recommendation_blocks(s: Section) -> list[Block]:
     out = [Block("h3", "Recommendation")]
     rec = s.recommendation
@@ -200,4 +229,4 @@ def recommendation_blocks(s: Section) -> list[Block]:
 
 def section_blocks(s: Section) -> tuple[Block, ...]:
     return tuple(overview_blocks(s) + ledger_blocks(s) + pairing_blocks(s) + verify_blocks(s) + speed_blocks(s)
-                 + recommendation_blocks(s))
+                 + load_blocks(s) + recommendation_blocks(s))

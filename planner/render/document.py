@@ -15,6 +15,7 @@ from ..fits.verdict import FitResult
 from ..plan import recommend as plan
 from ..plan.assess import Assessment
 from ..plan.check import Result
+from ..plan.load import BatchPoint
 
 
 @dataclass(frozen=True)
@@ -35,7 +36,7 @@ class Block:
 
 @dataclass(frozen=True)
 class Plot:
-    name: str  # ledger | verify | speedup
+    name: str  # ledger | verify | speedup | load
     title: str
     svg: bytes
 
@@ -56,6 +57,9 @@ class Section:
     results: tuple[Result, ...] = ()
     blocks: tuple[Block, ...] = ()
     plots: tuple[Plot, ...] = field(default=())
+    # speculation under load: (context, the plan at 1, 2, 4, ... sequences) for a few contexts
+    load: tuple[tuple[int, tuple[BatchPoint, ...]], ...] = ()
+    load_error: str | None = None
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from typing import Any
 
 from ..core.errors import UsageError
 from ..plan.assess import Assessment, Speed
+from ..plan.load import BatchPoint
 from .blocks import ledger_rows, speed_series
 from .document import Plot, Section
 
@@ -117,6 +118,30 @@ def speedup_plot(sp: Speed) -> bytes:
     return _svg(fig)
 
 
+def load_plot(load: Sequence[tuple[int, Sequence[BatchPoint]]]) -> bytes:
+    """Speed-up against concurrent sequences (log2 axis), one line per context; hollow = does not fit."""
+    _, Figure = require_matplotlib()
+    fig = Figure(figsize=(6, 3.4))
+    ax = fig.add_subplot()
+    colors = ("#1f4e79", "#c55a11", "#70ad47", "#7030a0")
+    top = 1.2
+    for (context, points), color in zip(load, colors * len(load), strict=False):
+        bs = [p.batch for p in points]
+        ss = [p.speedup for p in points]
+        top = max(top, *ss)
+        ax.plot(bs, ss, marker="o", color=color, label=f"context {context:,}")
+        gone = [(p.batch, p.speedup) for p in points if not p.fits]
+        if gone:
+            ax.plot(*zip(*gone, strict=True), marker="o", markerfacecolor="white", color=color, linestyle="none")
+    ax.axhline(1.0, color="#c00000", linestyle="--", linewidth=1.2, label="break-even (1.0)")
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("concurrent sequences (batch)")
+    ax.set_ylabel("speed-up vs plain decoding")
+    ax.set_ylim(0, top * 1.15)
+    ax.legend(fontsize=8, frameon=False)
+    return _svg(fig)
+
+
 def plots_for(s: Section) -> tuple[Plot, ...]:
     out = []
     a = s.assessment
@@ -126,6 +151,8 @@ def plots_for(s: Section) -> tuple[Plot, ...]:
         out.append(Plot("verify", "Verification cost", verify_plot(s.verify_s, s.verify_source or "")))
     if a.speed is not None:
         out.append(Plot("speedup", "Speed-up vs K", speedup_plot(a.speed)))
+    if s.load:
+        out.append(Plot("load", "Speed-up under load", load_plot(s.load)))
     return tuple(out)
 
 

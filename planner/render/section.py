@@ -16,9 +16,10 @@ from ..core.errors import ConfigError, MachineError, UsageError
 from ..drafting import DraftModel
 from ..fits import fit, verdict
 from ..plan import recommend as plan
-from ..plan.assess import Assessment, assess, costs_for, measured_acceptance
+from ..plan.assess import Assessment, assess, costs_for, load_curve, measured_acceptance
 from ..plan.check import MIN_SPEEDUP, SKIP, Result
 from ..plan.check import judge as judge_results
+from ..plan.load import BatchPoint
 from ..plan.scenario import Scenario
 from ..sources import load_spec
 from ..speed import roofline
@@ -99,10 +100,32 @@ def build_section(sc: Scenario, index: int, *, judge: bool = True) -> Section:
         fr = verdict.fit(fit.Problem(s.target, s.machine, s.settings, s.layout, draft=s.draft,
                                      utilization=s.deployment.utilization))
     verify, vsrc = target_curve(shown.scenario, shown)
+    load, load_error = load_curves(shown.scenario)
     title = f"{sc.deployment.name} on {sc.label}"
     return Section(anchor=f"s{index}", title=title, assessment=shown, draft_origin=origin, fit=fr,
                    recommendation=rec, recommendation_error=rec_error, verify_s=verify, verify_source=vsrc,
-                   results=results)
+                   results=results, load=load, load_error=load_error)
+
+
+LOAD_PEAK = 256  # concurrencies shown: 1, 2, 4, ... 256 (or the deployment's batch, when larger)
+LOAD_CONTEXTS = (1, 4, 16)  # the deployment's context, and 4x and 16x it (up to the model's window)
+
+
+def load_curves(sc: Scenario) -> tuple[tuple[tuple[int, tuple[BatchPoint, ...]], ...], str | None]:
+    """The shown plan at 1 .. LOAD_PEAK sequences for a few contexts (roofline), or why there is none."""
+    if sc.method is None:
+        return (), "no draft to speculate with"
+    peak = max(LOAD_PEAK, sc.settings.batch)
+    contexts = sorted({min(sc.settings.context * f, sc.target.max_context or sc.settings.context * f)
+                       for f in LOAD_CONTEXTS})
+    out = []
+    for c in contexts:
+        at = replace(sc, settings=replace(sc.settings, context=c))
+        try:
+            out.append((c, load_curve(at, peak)))
+        except (MachineError, UsageError) as e:
+            return tuple(out), str(e)
+    return tuple(out), None
 
 
 def _judge_without_speed(a: Assessment) -> list[Result]:
