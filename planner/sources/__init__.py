@@ -12,12 +12,14 @@ from typing import Any
 from ..core import quant
 from ..core.spec import ModelSpec, TensorInfo, WeightInventory
 from .arch import derive
-from .arch.base import ArchSpec, Tensors, token_ids, vision_tower
+from .arch.base import ArchSpec, Tensors, token_ids
+from .arch.towers import size_towers
 from .config import normalise
 from .gguf import spec_from_gguf
 from .located import INSTRUCT_NAME, Located
 from .resolve import locate
-from .tensors import active_params, inventory_from_header, routed_expert_params
+from .confidence import level, structural_unread
+from .tensors import active_params, headless_reason, inventory_from_header, mtp_from_header, routed_expert_params
 from .tokenizer import fingerprint_from_located
 
 __all__ = ["load_spec", "locate", "spec_from_located"]
@@ -49,23 +51,35 @@ def spec_from_located(loc: Located) -> ModelSpec:
         return spec_from_gguf(loc)
     text, vision, wrapper = normalise(loc.config, loc.config_origin)
     arch, arch_name, warnings = derive(text, origin=loc.config_origin)
-    logical = _config_tensors(arch, vision, text, loc.config_origin)
+    guesses = list(arch.guesses)
+    logical = _config_tensors(arch, vision, loc.config, wrapper, loc.config_origin, guesses)
+    headless = headless_reason(loc)
+    if headless:
+        logical = [t for t in logical if t.group != "lm_head"]
+        if headless.startswith("guess"):
+            guesses.append(headless)
     total = sum(t.numel for t in logical)
     active = _active(arch, logical, total)
     provenance: dict[str, str] = {}
     origin_label = {"local": "config.json", "hf-cache": "config.json (HF cache)", "hub": "config.json (Hub)",
                     "catalog": "catalog config"}[loc.source]
+    mtp, stored_extra = arch.mtp, 0
     if loc.tensors is not None:
         inv = inventory_from_header(loc.tensors, n_layers=len(arch.layers), tied=arch.tied,
                                     logical=(total, active),
                                     moe=(arch.moe.experts, arch.moe.experts_per_token) if arch.moe else None)
         provenance["weights"] = f"header ({len(loc.tensor_files)} safetensors file(s), exact)"
+        mtp = mtp_from_header(loc.tensors, len(arch.layers))
+        stored_extra = inv.excluded_bytes - (mtp.nbytes if mtp else 0)
     else:
         stored = logical
         qc = text.get("quantization_config")
         scheme = quant.from_quantization_config(qc) if isinstance(qc, dict) else None
         if scheme is not None:
             stored = quant.apply(logical, scheme)
+        elif isinstance(qc, dict):
+            guesses.append(f"quantization_config {qc.get('quant_method', '?')!r} not modelled: weights sized "
+                           f"unquantised")
         inv = WeightInventory(tensors=tuple(stored), source="config", params_total=total, params_active=active,
                               notes=tuple(loc.notes))
         provenance["weights"] = f"config shapes ({origin_label})" + (f", {scheme.name} per quantization_config"
@@ -76,6 +90,12 @@ def spec_from_located(loc: Located) -> ModelSpec:
     provenance["dtype"] = "config torch_dtype/dtype" if text.get("torch_dtype") else "assumed bf16 (no dtype key)"
     if arch.defaults_used and arch_name != "generic":
         provenance["defaults"] = f"transformers {arch_name} defaults for absent keys"
+    guesses += _unread_guesses(text, arch, arch_name, loc.config, wrapper)
+    assumptions = [*guesses, *([f"transformers {arch_name} defaults for absent keys: "
+                                 f"{', '.join(arch.defaults_used[:6])}"] if arch.defaults_used and
+                                arch_name != "generic" else []),
+                   *([] if text.get("torch_dtype") else ["no dtype key: weights assumed bf16"]),
+                   *([headless] if headless and not headless.startswith("guess") else [])]
     gen = loc.generation_config or {}
     eos = token_ids(gen.get("eos_token_id")) or arch.eos_token_ids
     bos_ids = token_ids(gen.get("bos_token_id"))
@@ -92,17 +112,42 @@ def spec_from_located(loc: Located) -> ModelSpec:
         bos_token_id=bos_ids[0] if bos_ids else arch.bos_token_id, eos_token_ids=eos,
         quantization=_quant_method(text), instruct=_instruct(loc, entry),
         state_dtype=arch.state_dtype, llamacpp_swa=arch.llamacpp_swa, provenance=provenance,
-        warnings=tuple(dict.fromkeys(warnings + notes)))  # loc.notes are also the inventory's notes: once each
+        warnings=tuple(dict.fromkeys(warnings + notes)),  # loc.notes are also the inventory's notes: once each
+        mtp=mtp, stored_extra_bytes=stored_extra,
+        confidence=level(registered=arch_name != "generic", from_headers=loc.tensors is not None, guesses=guesses),
+        assumptions=tuple(dict.fromkeys(assumptions)))
 
 
-def _config_tensors(arch: ArchSpec, vision: dict[str, Any] | None, text: dict[str, Any],
-                    origin: str = "config.json") -> list[TensorInfo]:
+# Sub-configs a tower sizer or the text path reads; any other *_config object is a part not sized.
+_READ_SUBCONFIGS = ("text_config", "llm_config", "language_config", "vision_config", "vision_tower_config",
+                    "quantization_config", "rope_scaling", "rope_parameters")
+
+
+def _unread_guesses(text: dict[str, Any], arch: ArchSpec, arch_name: str, top: dict[str, Any],
+                    wrapper: str) -> list[str]:
+    """Why the figures are a guess: unregistered type, structural keys nothing read, towers ignored."""
+    out = []
+    if arch_name == "generic":
+        out.append(f"model_type '{text.get('model_type')}' is not a registered architecture: sized by the "
+                   f"standard decoder rule")
+    unread = structural_unread(text, arch.read_keys)
+    if unread:
+        out.append(f"config keys that look structural but no rule reads them: {', '.join(unread[:8])}")
+    ignored = [k for k, v in top.items() if isinstance(v, dict) and k.endswith("_config")
+               and k not in _READ_SUBCONFIGS]
+    if ignored:
+        out.append(f"sub-config(s) not sized: {', '.join(ignored[:4])}")
+    return out
+
+
+def _config_tensors(arch: ArchSpec, vision: dict[str, Any] | None, top: dict[str, Any], wrapper: str,
+                    origin: str, guesses: list[str]) -> list[TensorInfo]:
     tensors = list(arch.tensors)
-    if vision:
-        t = Tensors(arch.dtype)
-        vision_tower(t, vision, arch.hidden, origin=origin)
-        tensors.extend(t.items)
-    return tensors
+    t = Tensors(arch.dtype)
+    note, approximated = size_towers(t, top, vision, wrapper, arch.hidden, origin)
+    if approximated and note:
+        guesses.append(note)
+    return tensors + t.items
 
 
 def _active(arch: ArchSpec, tensors: list[TensorInfo], total: int) -> int:

@@ -23,6 +23,7 @@ WRAPPER_TEXT_TYPES = {
     "paligemma": "gemma",
 }
 _TEXT_KEYS = ("text_config", "llm_config", "language_config")
+_SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
 _INHERIT = ("torch_dtype", "tie_word_embeddings", "quantization_config", "bos_token_id", "eos_token_id")
 
 
@@ -53,7 +54,11 @@ def normalise(config: dict[str, Any], origin: str) -> tuple[dict[str, Any], dict
         if isinstance(top.get(key), dict):
             text = _v5_keys(top[key])
             break
-    if text is None:
+    if text is not None and not any(k in text for k in _SHAPE_KEYS) and any(k in top for k in _SHAPE_KEYS):
+        # a stub text_config ({"model_type": "persimmon"} in Fuyu) under complete top-level keys
+        text = {**{k: v for k, v in top.items() if k not in _TEXT_KEYS}, "model_type": text.get("model_type")
+                or top.get("model_type")}
+    elif text is None:
         text = top
     else:
         for k in _INHERIT:

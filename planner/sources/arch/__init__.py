@@ -6,6 +6,7 @@ ARCHITECTURES (or ALIASES when an existing module already describes it).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from types import ModuleType
 from typing import Any
@@ -34,6 +35,14 @@ ARCHITECTURES: dict[str, str] = {
     "qwen3_5_text": "qwen3_5_text",
     "nemotron_h": "nemotron_h",
     "falcon_h1": "falcon_h1",
+    "smollm3": "smollm3",
+    "cohere": "cohere",
+    "starcoder2": "starcoder2",
+    "falcon": "falcon",
+    "bloom": "bloom",
+    "qwen": "qwen",
+    "chatglm": "chatglm",
+    "persimmon": "persimmon",
 }
 
 # model_types that reuse another module's description unchanged.
@@ -41,10 +50,17 @@ ALIASES: dict[str, str] = {
     "gemma3": "gemma3_text",  # only reached when a gemma3 config has no text_config
     "kimi_k2": "deepseek_v3",
     "granite": "llama",
-    "smollm3": "llama",
     "olmo3": "olmo2",
     "ministral": "mistral",
     "phimoe": "mixtral",
+    # VL text towers: the text side is the plain family (vision sized by towers.py)
+    "qwen2_vl": "qwen2",
+    "qwen2_5_vl": "qwen2",
+    "qwen2_vl_text": "qwen2",
+    "qwen2_5_vl_text": "qwen2",
+    "qwen3_vl_text": "qwen3",
+    "qwen3_vl_moe_text": "qwen3_moe",
+    "granitemoe": "mixtral",
 }
 
 # Keys the standard-decoder fallback needs.
@@ -85,4 +101,6 @@ def derive(config: dict[str, Any], *, origin: str = "config.json") -> tuple[Arch
     else:
         arch_name = module.__name__.rsplit(".", 1)[1]
     args = module.Args.from_dict(config, origin=origin)
-    return module.to_spec(args, origin), arch_name, warnings
+    spec = module.to_spec(args, origin)
+    read = frozenset(f.name for f in dataclasses.fields(args)) | spec.read_keys
+    return dataclasses.replace(spec, read_keys=read), arch_name, warnings

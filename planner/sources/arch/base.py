@@ -17,7 +17,7 @@ from typing import Any, ClassVar
 from ...core import dtypes
 from ...core.constants import MAX_CONTEXT, MAX_HIDDEN, MAX_LAYERS, MAX_VOCAB
 from ...core.errors import ConfigError
-from ...core.spec import LayerSpec, MoESpec, TensorInfo, make_tensor
+from ...core.spec import LayerSpec, MoESpec, MtpSpec, TensorInfo, make_tensor
 
 # Keys whose values must be positive and below a plausibility bound.
 _BOUNDS = {
@@ -78,7 +78,10 @@ class BaseArgs:
                     kwargs[name] = None
                 continue
             kwargs[name] = _check(name, params[name], hints.get(name), origin)
-        used = tuple(n for n in names if n not in kwargs and n not in ("torch_dtype", "quantization_config"))
+        # a default of None assumes nothing (the module derives the figure); any other default is an assumption
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+        used = tuple(n for n in names if n not in kwargs and defaults.get(n) is not None
+                     and n not in ("torch_dtype", "quantization_config", "model_type"))
         return cls(**kwargs, defaults_used=used)
 
 
@@ -144,6 +147,17 @@ class ArchSpec:
     llamacpp_swa: bool = True
     notes: tuple[str, ...] = ()
     defaults_used: tuple[str, ...] = ()
+    mtp: MtpSpec | None = None  # MTP layers the checkpoint ships beyond the decoder (config-derived)
+    read_keys: frozenset[str] = frozenset()  # config keys the architecture's Args read (confidence.py)
+    guesses: tuple[str, ...] = ()  # what the module could not back (confidence "low" with these reasons)
+
+
+def mtp_spec(t: Tensors, layers: int) -> MtpSpec | None:
+    """MTP layers sized from config shapes: the tensors a module built for them in `t`."""
+    if not layers or not t.items:
+        return None
+    return MtpSpec(layers=layers, params=sum(x.numel for x in t.items), nbytes=sum(x.nbytes for x in t.items),
+                   source="config")
 
 
 def finish(args: Any, t: Tensors, layers: list[LayerSpec], *, dtype_known: bool, moe: MoESpec | None = None,
@@ -197,10 +211,10 @@ class Tensors:
         if bias:
             self.add(f"{name}.bias", (width,), "norm")
 
-    def embeddings(self, vocab: int, hidden: int, tied: bool, prefix: str = "model.") -> None:
+    def embeddings(self, vocab: int, hidden: int, tied: bool, prefix: str = "model.", norm_bias: bool = False) -> None:
         # embed [vocab, hidden]; an untied lm_head is a second [vocab, hidden] matrix.
         self.add(f"{prefix}embed_tokens.weight", (vocab, hidden), "embedding")
-        self.norm(f"{prefix}norm", hidden)
+        self.norm(f"{prefix}norm", hidden, bias=norm_bias)
         if not tied:
             self.add("lm_head.weight", (vocab, hidden), "lm_head")
 

@@ -1,0 +1,128 @@
+"""Vision towers sized from their own sub-configs, one rule per tower family.
+
+Why: a multimodal wrapper's `vision_config` uses the tower's own key names (Qwen2-VL `embed_dim`,
+`depth`, `mlp_ratio`; Qwen3-VL `hidden_size`, `deepstack_visual_indexes`), and each family lays out
+patch embedding, blocks and merger differently. A family without a rule here falls back to
+base.vision_tower's SigLIP-shaped approximation, which says so (confidence low).
+Shapes follow transformers modeling_qwen2_vl.py / modeling_qwen2_5_vl.py / modeling_qwen3_vl.py
+and modeling_fuyu.py; the tower's weights stay resident (DESIGN: multimodal towers stay loaded).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ...core.constants import MAX_HIDDEN, MAX_LAYERS
+from ...core.errors import ConfigError
+from .base import Tensors, vision_tower
+
+
+def _get(vc: dict, key: str, default: int, origin: str, bound: int = MAX_HIDDEN * 8) -> int:
+    v = vc.get(key, default)
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= bound:
+        raise ConfigError(f"Cannot size the vision tower from '{origin}': key 'vision_config.{key}' must be "
+                          f"between 1 and {bound} (got {v!r:.40}).", origin, key=f"vision_config.{key}")
+    return v
+
+
+def _block(t: Tensors, b: str, h: int, inter: int, *, gated: bool = False, ln_bias: bool = True) -> None:
+    """One ViT block: 2 norms, fused qkv + proj with biases, MLP (plain fc1/fc2 or gated) with biases."""
+    t.add(f"{b}.norm1.weight", (h,), "vision")
+    t.add(f"{b}.norm2.weight", (h,), "vision")
+    if ln_bias:
+        t.add(f"{b}.norm1.bias", (h,), "vision")
+        t.add(f"{b}.norm2.bias", (h,), "vision")
+    for name, (o, i) in (("attn.qkv", (3 * h, h)), ("attn.proj", (h, h))):
+        t.add(f"{b}.{name}.weight", (o, i), "vision")
+        t.add(f"{b}.{name}.bias", (o,), "vision")
+    mlp = (("mlp.gate_proj", (inter, h)), ("mlp.up_proj", (inter, h)), ("mlp.down_proj", (h, inter))) if gated \
+        else (("mlp.fc1", (inter, h)), ("mlp.fc2", (h, inter)))
+    for name, (o, i) in mlp:
+        t.add(f"{b}.{name}.weight", (o, i), "vision")
+        t.add(f"{b}.{name}.bias", (o,), "vision")
+
+
+def _merger(t: Tensors, p: str, ctx: int, merge: int, out: int, *, norm_width: int, ln_bias: bool = True) -> None:
+    """PatchMerger: norm, then Linear(ctx*m^2 -> ctx*m^2) + GELU + Linear(-> out), both biased."""
+    wide = ctx * merge * merge
+    t.add(f"{p}.ln_q.weight", (norm_width,), "vision")
+    if ln_bias:
+        t.add(f"{p}.ln_q.bias", (norm_width,), "vision")
+    t.add(f"{p}.mlp.0.weight", (wide, wide), "vision")
+    t.add(f"{p}.mlp.0.bias", (wide,), "vision")
+    t.add(f"{p}.mlp.2.weight", (out, wide), "vision")
+    t.add(f"{p}.mlp.2.bias", (out,), "vision")
+
+
+def qwen2_vl(t: Tensors, vc: dict, text_hidden: int, origin: str) -> str:
+    """Qwen2-VL: Conv3d patch embed (no bias), `depth` LayerNorm blocks of width embed_dim with
+    mlp_ratio x embed_dim MLPs, rotary positions (no table), merger into the text hidden size."""
+    h = _get(vc, "embed_dim", 1280, origin)
+    depth = _get(vc, "depth", 32, origin, MAX_LAYERS)
+    inter = h * _get(vc, "mlp_ratio", 4, origin, 64)
+    patch, tp = _get(vc, "patch_size", 14, origin, 1024), _get(vc, "temporal_patch_size", 2, origin, 64)
+    t.add("visual.patch_embed.proj.weight", (h, _get(vc, "in_chans", 3, origin, 64), tp, patch, patch), "vision")
+    for i in range(depth):
+        _block(t, f"visual.blocks.{i}", h, inter)
+    _merger(t, "visual.merger", h, _get(vc, "spatial_merge_size", 2, origin, 64),
+            _get(vc, "hidden_size", text_hidden, origin), norm_width=h)
+    return "vision tower: Qwen2-VL ViT from vision_config (embed_dim, depth, mlp_ratio)"
+
+
+def qwen2_5_vl(t: Tensors, vc: dict, text_hidden: int, origin: str) -> str:
+    """Qwen2.5-VL: as Qwen2-VL but width `hidden_size`, RMSNorm (weight only), gated MLP of
+    intermediate_size, merger into out_hidden_size."""
+    h = _get(vc, "hidden_size", 1280, origin)
+    depth = _get(vc, "depth", 32, origin, MAX_LAYERS)
+    patch, tp = _get(vc, "patch_size", 14, origin, 1024), _get(vc, "temporal_patch_size", 2, origin, 64)
+    t.add("visual.patch_embed.proj.weight", (h, _get(vc, "in_chans", 3, origin, 64), tp, patch, patch), "vision")
+    for i in range(depth):
+        _block(t, f"visual.blocks.{i}", h, _get(vc, "intermediate_size", 3420, origin), gated=True, ln_bias=False)
+    _merger(t, "visual.merger", h, _get(vc, "spatial_merge_size", 2, origin, 64),
+            _get(vc, "out_hidden_size", text_hidden, origin), norm_width=h, ln_bias=False)
+    return "vision tower: Qwen2.5-VL ViT from vision_config"
+
+
+def qwen3_vl(t: Tensors, vc: dict, text_hidden: int, origin: str) -> str:
+    """Qwen3-VL: Conv3d patch embed with bias, learned position table (num_position_embeddings), LayerNorm
+    blocks with plain MLPs, a merger plus one post-shuffle-norm merger per deepstack_visual_indexes."""
+    h = _get(vc, "hidden_size", 1152, origin)
+    depth = _get(vc, "depth", 27, origin, MAX_LAYERS)
+    patch, tp = _get(vc, "patch_size", 16, origin, 1024), _get(vc, "temporal_patch_size", 2, origin, 64)
+    t.add("visual.patch_embed.proj.weight", (h, _get(vc, "in_channels", 3, origin, 64), tp, patch, patch), "vision")
+    t.add("visual.patch_embed.proj.bias", (h,), "vision")
+    t.add("visual.pos_embed.weight", (_get(vc, "num_position_embeddings", 2304, origin, 1 << 24), h), "vision")
+    for i in range(depth):
+        _block(t, f"visual.blocks.{i}", h, _get(vc, "intermediate_size", 4304, origin))
+    merge, out = _get(vc, "spatial_merge_size", 2, origin, 64), _get(vc, "out_hidden_size", text_hidden, origin)
+    _merger(t, "visual.merger", h, merge, out, norm_width=h)
+    deep = vc.get("deepstack_visual_indexes") or []
+    for j in range(len(deep) if isinstance(deep, list) else 0):
+        # use_postshuffle_norm=True: the norm runs on the merged (h x m^2) features
+        _merger(t, f"visual.deepstack_merger_list.{j}", h, merge, out, norm_width=h * merge * merge)
+    return "vision tower: Qwen3-VL ViT + deepstack mergers from vision_config"
+
+
+_BY_TYPE = {"qwen2_vl": qwen2_vl, "qwen2_5_vl": qwen2_5_vl, "qwen3_vl": qwen3_vl, "qwen3_vl_moe": qwen3_vl}
+
+
+def fuyu(t: Tensors, top: dict, text_hidden: int, origin: str) -> str:
+    """Fuyu has no vision encoder: patches go through one Linear(patch^2 x channels -> hidden) with bias."""
+    patch, chans = _get(top, "patch_size", 30, origin, 1024), _get(top, "num_channels", 3, origin, 64)
+    t.add("vision_embed_tokens.weight", (text_hidden, patch * patch * chans), "vision")
+    t.add("vision_embed_tokens.bias", (text_hidden,), "vision")
+    return "vision: Fuyu patch projection from patch_size x num_channels"
+
+
+def size_towers(t: Tensors, top: dict[str, Any], vision: dict[str, Any] | None, wrapper: str,
+                text_hidden: int, origin: str) -> tuple[str | None, bool]:
+    """Add the wrapper's towers to `t`. Returns (note, approximated): approximated means the SigLIP-shaped
+    fallback sized a tower this module has no rule for."""
+    if wrapper == "fuyu":
+        return fuyu(t, top, text_hidden, origin), False
+    if not vision:
+        return None, False
+    rule = _BY_TYPE.get(str(vision.get("model_type") or wrapper)) or _BY_TYPE.get(wrapper)
+    if rule is not None:
+        return rule(t, vision, text_hidden, origin), False
+    return vision_tower(t, vision, text_hidden, origin=origin), True
