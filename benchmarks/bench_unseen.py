@@ -95,7 +95,7 @@ def main() -> None:
           f"{statistics.median(errs) * 100 if errs else 0:.2f}%; over 5%: {sum(e > SILENT for e in errs)}")
     print(f"KV bytes/token exact: {sum(r['kv_exact'] for r in rows)}/{n} ({sum(r['kv_exact'] for r in rows) / n:.0%})")
     print(f"wrong (>5% weights or KV) without confidence low: {sum(r['silent_wrong'] for r in rows)}")
-    print(f"confidence: " + ", ".join(f"{c} {sum(r.get('confidence') == c for r in sized)}"
+    print("confidence: " + ", ".join(f"{c} {sum(r.get('confidence') == c for r in sized)}"
                                       for c in ("exact", "high", "low", "none")))
     print(f"slowest run: {max(r['wall_s'] for r in rows):.2f} s (new process each)")
 

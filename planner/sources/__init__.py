@@ -14,12 +14,18 @@ from ..core.spec import ModelSpec, TensorInfo, WeightInventory
 from .arch import derive
 from .arch.base import ArchSpec, Tensors, token_ids
 from .arch.towers import size_towers
+from .confidence import level, structural_unread
 from .config import normalise
 from .gguf import spec_from_gguf
 from .located import INSTRUCT_NAME, Located
 from .resolve import locate
-from .confidence import level, structural_unread
-from .tensors import active_params, headless_reason, inventory_from_header, mtp_from_header, routed_expert_params
+from .tensors import (
+    active_params,
+    headless_reason,
+    inventory_from_header,
+    mtp_from_header,
+    routed_expert_params,
+)
 from .tokenizer import fingerprint_from_located
 
 __all__ = ["load_spec", "locate", "spec_from_located"]
