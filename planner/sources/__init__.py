@@ -101,7 +101,9 @@ def spec_from_located(loc: Located) -> ModelSpec:
                                  f"{', '.join(arch.defaults_used[:6])}"] if arch.defaults_used and
                                 arch_name != "generic" else []),
                    *([] if text.get("torch_dtype") else ["no dtype key: weights assumed bf16"]),
-                   *([headless] if headless and not headless.startswith("guess") else [])]
+                   *([headless] if headless and not headless.startswith("guess") else []),
+                   *([f"{mtp.layers} MTP layer(s) declared by the config counted as stored (checkpoint_bytes); a "
+                      f"derivative re-saved without them stores less"] if mtp and mtp.source == "config" else [])]
     gen = loc.generation_config or {}
     eos = token_ids(gen.get("eos_token_id")) or arch.eos_token_ids
     bos_ids = token_ids(gen.get("bos_token_id"))

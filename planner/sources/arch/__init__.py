@@ -43,6 +43,8 @@ ARCHITECTURES: dict[str, str] = {
     "qwen": "qwen",
     "chatglm": "chatglm",
     "persimmon": "persimmon",
+    "glm4_moe_lite": "glm4_moe_lite",
+    "mimo": "mimo",
 }
 
 # model_types that reuse another module's description unchanged.

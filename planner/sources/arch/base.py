@@ -24,6 +24,10 @@ _BOUNDS = {
     "hidden_size": MAX_HIDDEN, "num_hidden_layers": MAX_LAYERS, "vocab_size": MAX_VOCAB,
     "max_position_embeddings": MAX_CONTEXT, "intermediate_size": MAX_HIDDEN * 8,
     "num_attention_heads": 65_536, "num_key_value_heads": 65_536, "head_dim": 65_536,
+    # other spellings of the same sizes (loops run over layer counts: each must be bounded)
+    "num_layers": MAX_LAYERS, "n_layer": MAX_LAYERS, "n_layers": MAX_LAYERS, "n_embed": MAX_HIDDEN,
+    "padded_vocab_size": MAX_VOCAB, "ffn_hidden_size": MAX_HIDDEN * 8, "num_nextn_predict_layers": MAX_LAYERS,
+    "mtp_num_hidden_layers": MAX_LAYERS, "kv_channels": 65_536,
 }
 _DEFAULT_BOUND = 1 << 31
 
