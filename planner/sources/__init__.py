@@ -142,7 +142,7 @@ def _unread_guesses(text: dict[str, Any], arch: ArchSpec, arch_name: str, top: d
     if unread:
         out.append(f"config keys that look structural but no rule reads them: {', '.join(unread[:8])}")
     ignored = [k for k, v in top.items() if isinstance(v, dict) and k.endswith("_config")
-               and k not in _READ_SUBCONFIGS]
+               and k not in _READ_SUBCONFIGS and k not in arch.read_keys]
     if ignored:
         out.append(f"sub-config(s) not sized: {', '.join(ignored[:4])}")
     return out

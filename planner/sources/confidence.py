@@ -27,6 +27,7 @@ _RUNTIME = re.compile(
     r"dropout|init|eps|epsilon|_act$|^act|activation|rope|rotary|scal|temperature|softcap|softmax|"
     r"token_id|dtype|use_cache|output_|return_|torch|version|_fp32|in_fp32|fusion|fused|impl|"
     r"aux_loss|router_z|loss|jitter|capacity|norm_topk|topk_method|topk_group|n_group|routed_scaling|"
+    r"renormalize|expert_group|grouped_topk|router_activation|"
     r"scoring|score|noise|gradient|checkpoint|pretraining_tp|tp_plan|pp_plan|flash|sdpa|_interval$|"
     r"multiplier|logit|theta|base$|max_position|seq_len|position|sink|bias_dropout|residual|"
     r"pad|padding|chat|prompt|_class|auto_map|architectures|name_or_path|tokenizer|sliding_window$|"

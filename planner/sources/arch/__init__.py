@@ -45,6 +45,9 @@ ARCHITECTURES: dict[str, str] = {
     "persimmon": "persimmon",
     "glm4_moe_lite": "glm4_moe_lite",
     "mimo": "mimo",
+    "lfm2": "lfm2",
+    "minimax_m1": "minimax_m1",
+    "kimi_linear": "kimi_linear",
 }
 
 # model_types that reuse another module's description unchanged.
@@ -63,6 +66,7 @@ ALIASES: dict[str, str] = {
     "qwen3_vl_text": "qwen3",
     "qwen3_vl_moe_text": "qwen3_moe",
     "granitemoe": "mixtral",
+    "minimax": "minimax_m1",  # transformers' MiniMaxConfig: the same layers, planned by layer_types
 }
 
 # Keys the standard-decoder fallback needs.
