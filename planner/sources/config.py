@@ -17,6 +17,7 @@ WRAPPER_TEXT_TYPES = {
     "gemma3": "gemma3_text",
     "qwen3_5_moe": "qwen3_5_moe_text",
     "qwen3_5": "qwen3_5_text",
+    "gemma4": "gemma4_text",
     "mistral3": "mistral",
     "llava": "llama",
     "llava_next": "llama",

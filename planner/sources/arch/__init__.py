@@ -48,6 +48,8 @@ ARCHITECTURES: dict[str, str] = {
     "lfm2": "lfm2",
     "minimax_m1": "minimax_m1",
     "kimi_linear": "kimi_linear",
+    "llama4_text": "llama4_text",
+    "gemma4_text": "gemma4_text",
 }
 
 # model_types that reuse another module's description unchanged.
@@ -67,6 +69,12 @@ ALIASES: dict[str, str] = {
     "qwen3_vl_moe_text": "qwen3_moe",
     "granitemoe": "mixtral",
     "minimax": "minimax_m1",  # transformers' MiniMaxConfig: the same layers, planned by layer_types
+}
+
+# `architectures` classes whose layout differs from their model_type's (a draft head saying "llama").
+CLASSES: dict[str, str] = {
+    "LlamaForCausalLMEagle3": "eagle3",
+    "Eagle3LlamaForCausalLM": "eagle3",
 }
 
 # Keys the standard-decoder fallback needs.
@@ -94,7 +102,8 @@ def derive(config: dict[str, Any], *, origin: str = "config.json") -> tuple[Arch
         ConfigError: a key has the wrong type or an implausible value.
     """
     model_type = str(config.get("model_type") or "")
-    module = get_arch(model_type)
+    classes = [c for c in config.get("architectures") or [] if isinstance(c, str) and c in CLASSES]
+    module = importlib.import_module(f"{__name__}.{CLASSES[classes[0]]}") if classes else get_arch(model_type)
     warnings: list[str] = []
     if module is None:
         missing = [k for k in STANDARD_KEYS if config.get(k) is None]

@@ -103,7 +103,72 @@ def qwen3_vl(t: Tensors, vc: dict, text_hidden: int, origin: str) -> str:
     return "vision tower: Qwen3-VL ViT + deepstack mergers from vision_config"
 
 
-_BY_TYPE = {"qwen2_vl": qwen2_vl, "qwen2_5_vl": qwen2_5_vl, "qwen3_vl": qwen3_vl, "qwen3_vl_moe": qwen3_vl}
+def llama4_vision(t: Tensors, vc: dict, text_hidden: int, origin: str) -> str:
+    """Llama 4 vision (modeling_llama4.py Llama4VisionModel): unfold-conv patch linear [h, C p^2] (no bias),
+    class embedding, (image/p)^2 + 1 positions, pre/post LayerNorms, num_hidden_layers blocks with biased
+    q/k/v/o and fc1/fc2, the pixel-shuffle adapter (fc1 [projector_input_dim, intermediate_size], fc2
+    [projector_output_dim, same]) and the projector [text hidden, vision_output_dim], no biases."""
+    h, inter = _get(vc, "hidden_size", 768, origin), _get(vc, "intermediate_size", 5632, origin)
+    depth, patch = _get(vc, "num_hidden_layers", 34, origin, MAX_LAYERS), _get(vc, "patch_size", 14, origin, 1024)
+    chans, image = _get(vc, "num_channels", 3, origin, 64), _get(vc, "image_size", 448, origin, 1 << 16)
+    p = "vision_model"
+    t.add(f"{p}.patch_embedding.linear.weight", (h, chans * patch * patch), "vision")
+    t.add(f"{p}.class_embedding", (h,), "vision")
+    t.add(f"{p}.positional_embedding_vlm", ((image // patch) ** 2 + 1, h), "vision")
+    for n in ("layernorm_pre", "layernorm_post"):
+        t.add(f"{p}.{n}.weight", (h,), "vision")
+        t.add(f"{p}.{n}.bias", (h,), "vision")
+    for i in range(depth):
+        b = f"{p}.model.layers.{i}"
+        for n, (o, k) in (("self_attn.q_proj", (h, h)), ("self_attn.k_proj", (h, h)), ("self_attn.v_proj", (h, h)),
+                          ("self_attn.o_proj", (h, h)), ("mlp.fc1", (inter, h)), ("mlp.fc2", (h, inter))):
+            t.add(f"{b}.{n}.weight", (o, k), "vision")
+            t.add(f"{b}.{n}.bias", (o,), "vision")
+        for n in ("input_layernorm", "post_attention_layernorm"):
+            t.add(f"{b}.{n}.weight", (h,), "vision")
+            t.add(f"{b}.{n}.bias", (h,), "vision")
+    pin, pout = _get(vc, "projector_input_dim", 4096, origin), _get(vc, "projector_output_dim", 4096, origin)
+    t.add(f"{p}.vision_adapter.mlp.fc1.weight", (pin, inter), "vision")
+    t.add(f"{p}.vision_adapter.mlp.fc2.weight", (pout, pout), "vision")
+    t.add("multi_modal_projector.linear_1.weight", (text_hidden, _get(vc, "vision_output_dim", 4096, origin)),
+          "vision")
+    return "vision tower: Llama 4 ViT + pixel-shuffle adapter from vision_config"
+
+
+def gemma4_vision(t: Tensors, vc: dict, text_hidden: int, origin: str) -> str:
+    """Gemma 4 vision (transformers modeling_gemma4.py): patch_embedder input_proj [h, 3 p^2] and a
+    [2, position_embedding_size, h] table; Gemma3-style encoder layers (q/k/v/o without bias, q/k norms
+    over head_dim, four norms, gated MLP); std_bias/std_scale [h] when `standardize`; then the
+    multimodal embedder's embedding_projection [text hidden, h]."""
+    h, inter = _get(vc, "hidden_size", 1152, origin), _get(vc, "intermediate_size", 4304, origin)
+    depth, patch = _get(vc, "num_hidden_layers", 27, origin, MAX_LAYERS), _get(vc, "patch_size", 16, origin, 1024)
+    nq = _get(vc, "num_attention_heads", 16, origin, 65536)
+    hd = _get(vc, "head_dim", h // nq, origin, 65536)
+    nkv = _get(vc, "num_key_value_heads", nq, origin, 65536)
+    p = "model.vision_tower"
+    t.add(f"{p}.patch_embedder.input_proj.weight", (h, 3 * patch * patch), "vision")
+    t.add(f"{p}.patch_embedder.position_embedding_table",
+          (2, _get(vc, "position_embedding_size", 10240, origin, 1 << 24), h), "vision")
+    for i in range(depth):
+        b = f"{p}.encoder.layers.{i}"
+        for n, (o, k) in (("q_proj", (nq * hd, h)), ("k_proj", (nkv * hd, h)), ("v_proj", (nkv * hd, h)),
+                          ("o_proj", (h, nq * hd))):
+            t.add(f"{b}.self_attn.{n}.linear.weight", (o, k), "vision")
+        t.add(f"{b}.self_attn.q_norm.weight", (hd,), "vision")
+        t.add(f"{b}.self_attn.k_norm.weight", (hd,), "vision")
+        for n in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
+                  "post_feedforward_layernorm"):
+            t.add(f"{b}.{n}.weight", (h,), "vision")
+        for n, (o, k) in (("gate_proj", (inter, h)), ("up_proj", (inter, h)), ("down_proj", (h, inter))):
+            t.add(f"{b}.mlp.{n}.linear.weight", (o, k), "vision")
+    if vc.get("standardize", False) is True:
+        t.add(f"{p}.std_bias", (h,), "vision")
+        t.add(f"{p}.std_scale", (h,), "vision")
+    t.add("model.embed_vision.embedding_projection.weight", (text_hidden, h), "vision")
+    return "vision tower: Gemma 4 ViT + embedder from vision_config"
+
+
+_BY_TYPE = {"gemma4_vision": gemma4_vision, "gemma4": gemma4_vision, "llama4_vision_model": llama4_vision, "llama4": llama4_vision, "qwen2_vl": qwen2_vl, "qwen2_5_vl": qwen2_5_vl, "qwen3_vl": qwen3_vl, "qwen3_vl_moe": qwen3_vl}
 
 
 def fuyu(t: Tensors, top: dict, text_hidden: int, origin: str) -> str:
