@@ -7,6 +7,7 @@ weights from safetensors headers when present, else from the config's shapes.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..core import quant
@@ -83,6 +84,8 @@ def spec_from_located(loc: Located) -> ModelSpec:
         scheme = quant.from_quantization_config(qc) if isinstance(qc, dict) else None
         if scheme is not None:
             stored = quant.apply(logical, scheme)
+            if mtp is not None and arch.mtp_tensors:
+                mtp = dataclasses.replace(mtp, nbytes=sum(x.nbytes for x in quant.apply(arch.mtp_tensors, scheme)))
         elif isinstance(qc, dict):
             guesses.append(f"quantization_config {qc.get('quant_method', '?')!r} not modelled: weights sized "
                            f"unquantised")
@@ -97,9 +100,9 @@ def spec_from_located(loc: Located) -> ModelSpec:
     if arch.defaults_used and arch_name != "generic":
         provenance["defaults"] = f"transformers {arch_name} defaults for absent keys"
     guesses += _unread_guesses(text, arch, arch_name, loc.config, wrapper)
-    assumptions = [*guesses, *([f"transformers {arch_name} defaults for absent keys: "
-                                 f"{', '.join(arch.defaults_used[:6])}"] if arch.defaults_used and
-                                arch_name != "generic" else []),
+    shaped = [k for k in arch.defaults_used if k in _SHAPE_DEFAULTS]
+    assumptions = [*guesses, *([f"transformers {arch_name} defaults for absent keys: {', '.join(shaped[:6])}"]
+                               if shaped and arch_name != "generic" else []),
                    *([] if text.get("torch_dtype") else ["no dtype key: weights assumed bf16"]),
                    *([headless] if headless and not headless.startswith("guess") else []),
                    *([f"{mtp.layers} MTP layer(s) declared by the config counted as stored (checkpoint_bytes); a "
@@ -125,6 +128,14 @@ def spec_from_located(loc: Located) -> ModelSpec:
         confidence=level(registered=arch_name != "generic", from_headers=loc.tensors is not None, guesses=guesses),
         assumptions=tuple(dict.fromkeys(assumptions)))
 
+
+# Absent keys whose class default decides a shape or the cache (worth listing as an assumption).
+_SHAPE_DEFAULTS = frozenset({
+    "tie_word_embeddings", "head_dim", "num_key_value_heads", "intermediate_size", "vocab_size", "hidden_size",
+    "num_hidden_layers", "num_attention_heads", "sliding_window", "moe_intermediate_size",
+    "num_experts", "num_local_experts", "n_routed_experts", "n_shared_experts", "first_k_dense_replace",
+    "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "kv_lora_rank", "q_lora_rank", "global_head_dim",
+    "num_nextn_predict_layers", "layer_types", "full_attention_interval", "shared_expert_intermediate_size"})
 
 # Sub-configs a tower sizer or the text path reads; any other *_config object is a part not sized.
 _READ_SUBCONFIGS = ("text_config", "llm_config", "language_config", "vision_config", "vision_tower_config",

@@ -129,7 +129,8 @@ def headless_reason(loc: Located) -> str | None:
     Evidence first: `architectures` naming only a bare base model (`Qwen3Model`, `...ForSequenceClassification`
     has a 1-row score head instead) or sentence-transformers files beside the config; else a guess from the
     name, which says so (confidence low)."""
-    arches = [a for a in loc.config.get("architectures") or [] if isinstance(a, str)]
+    raw = loc.config.get("architectures")
+    arches = [a for a in raw if isinstance(a, str)] if isinstance(raw, list) else []
     auto = loc.config.get("auto_map") if isinstance(loc.config.get("auto_map"), dict) else {}
     # remote code names its base class (ChatGLMModel) yet maps a causal-LM class with a head
     headed = any(k.startswith("AutoModelFor") for k in auto) or any(a in _BASE_WITH_HEAD for a in arches)

@@ -102,7 +102,8 @@ def derive(config: dict[str, Any], *, origin: str = "config.json") -> tuple[Arch
         ConfigError: a key has the wrong type or an implausible value.
     """
     model_type = str(config.get("model_type") or "")
-    classes = [c for c in config.get("architectures") or [] if isinstance(c, str) and c in CLASSES]
+    arches = config.get("architectures")
+    classes = [c for c in arches if isinstance(c, str) and c in CLASSES] if isinstance(arches, list) else []
     module = importlib.import_module(f"{__name__}.{CLASSES[classes[0]]}") if classes else get_arch(model_type)
     warnings: list[str] = []
     if module is None:

@@ -152,6 +152,7 @@ class ArchSpec:
     notes: tuple[str, ...] = ()
     defaults_used: tuple[str, ...] = ()
     mtp: MtpSpec | None = None  # MTP layers the checkpoint ships beyond the decoder (config-derived)
+    mtp_tensors: tuple[TensorInfo, ...] = ()  # their tensors, so a quantization_config re-sizes them too
     read_keys: frozenset[str] = frozenset()  # config keys the architecture's Args read (confidence.py)
     guesses: tuple[str, ...] = ()  # what the module could not back (confidence "low" with these reasons)
 

@@ -78,7 +78,7 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
         notes.append(f"{args.num_nextn_predict_layers} MTP layer(s) not resident for plain decoding: on their "
                      f"own row (loaded only for MTP speculation)")
     return finish(args, t, layers, dtype_known=known, moe=moe, notes=notes,
-                  mtp=mtp_spec(mtp_t, args.num_nextn_predict_layers))
+                  mtp=mtp_spec(mtp_t, args.num_nextn_predict_layers), mtp_tensors=tuple(mtp_t.items))
 
 
 def _sparse(args: Args, moe: MoESpec | None, i: int) -> bool:

@@ -39,4 +39,4 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
                   "final_layernorm"):
             t.norm(f"{p}.{n}", h)
         t.linear(f"{p}.input_proj", 2 * h, h, "other")
-    return dataclasses.replace(spec, mtp=mtp_spec(t, args.num_nextn_predict_layers))
+    return dataclasses.replace(spec, mtp=mtp_spec(t, args.num_nextn_predict_layers), mtp_tensors=tuple(t.items))

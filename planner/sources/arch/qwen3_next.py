@@ -91,7 +91,8 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
         else:
             layers.append(LayerSpec(attention=FULL, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd, **ffn))
     return finish(args, t, layers, dtype_known=known, moe=moe, state_dtype=args.mamba_ssm_dtype,
-                  mtp=mtp_spec(_mtp(args, dtype, moe, nkv, hd), args.mtp_num_hidden_layers))
+                  mtp=mtp_spec(mt := _mtp(args, dtype, moe, nkv, hd), args.mtp_num_hidden_layers),
+                  mtp_tensors=tuple(mt.items))
 
 
 def _mtp(args: Args, dtype: str, moe: MoESpec | None, nkv: int, hd: int) -> Tensors:
