@@ -69,6 +69,12 @@ def main() -> None:
     args = [a for a in sys.argv[1:] if not a.startswith("--")]
     root = Path(args[0]) if args else DEFAULT_SET
     truth = json.loads((root / "truth.json").read_text())
+    errata_file = root / "errata.json"
+    errata = json.loads(errata_file.read_text()) if errata_file.is_file() else {}
+    for name, fix in errata.items():
+        if name in truth:
+            truth[name] = {**truth[name], **fix}
+            print(f"erratum applied to {name}: {fix.get('weights_kind', fix)[:110]}...")
     rows = []
     for name in sorted(truth, key=str.lower):
         cfg = root / "models" / name / "config.json"

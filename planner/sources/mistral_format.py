@@ -31,6 +31,8 @@ def hf_config(params: dict[str, Any]) -> dict[str, Any]:
     # mistral-inference stores bf16 weights; the header (read separately) has the final word
     cfg.setdefault("torch_dtype", "bfloat16")
     cfg.setdefault("max_position_embeddings", 32768)
+    # no sliding_window in params.json means none (MistralConfig's 4096 default is the v0.1 model's)
+    cfg.setdefault("sliding_window", None)
     moe = params.get("moe")
     if isinstance(moe, dict) and moe.get("num_experts"):
         cfg["model_type"] = "mixtral"

@@ -67,7 +67,7 @@ def inventory_from_header(raw: Iterable[tuple[str, str, tuple[int, ...]]], *, n_
         m = _LAYER.search(name)
         if _ROTARY.search(name):
             counts["rotary"] += t.nbytes
-        elif (m and int(m.group(1)) >= n_layers and t.group != "vision") or re.match(r"(model\.)?mtp\.", name):
+        elif (m and int(m.group(1)) >= n_layers and t.group != "vision") or _MTP.match(name):
             counts["mtp"] += t.nbytes
         elif tied and t.group == "lm_head":
             counts["tied"] += t.nbytes
