@@ -6,7 +6,8 @@ SET_DIR holds `truth.json` ({name: {weights_truth, kv_truth, ...}}) and `models/
 config-only path exactly as a user would: `planner memory DIR --json --context 8192 --engine vllm`
 in a new process, on a temporary folder holding only its config.json.
 
-Per model it prints the weights error against the truth (the checkpoint's stored bytes, which the
+Per model it prints the weights error against the truth (or the parameter error, where a set gives
+`params_truth`, a published count) (the checkpoint's stored bytes, which the
 truth files record: index total_size, LFS sizes, or parameters x dtype; compared with the JSON's
 `checkpoint_bytes` where present, else `weights_bytes`), whether KV bytes/token is exact, the
 `confidence` the tool gave, and refusals; then the totals the issue's "done when" asks for.
@@ -48,6 +49,7 @@ def run_one(name: str, config: Path) -> dict:
     out = json.loads(p.stdout)
     m = out["models"][0]
     return {"weights": m.get("checkpoint_bytes", m["weights_bytes"]), "resident": m["weights_bytes"],
+            "params": m["params_total"] + (m.get("mtp_params") or 0),
             "kv": m["kv_bytes_per_token"], "confidence": m.get("confidence", "none"),
             "warnings": out.get("warnings", []), "wall_s": wall}
 
@@ -57,7 +59,9 @@ def score(truth: dict, got: dict, name: str) -> dict:
     row = {"name": name, **got}
     if "refused" in got:
         return {**row, "within": False, "kv_exact": False, "silent_wrong": False}
-    err = (got["weights"] - truth["weights_truth"]) / truth["weights_truth"]
+    # a set may publish parameter counts instead of bytes (benchmarks/data/heldout2)
+    err = ((got["params"] - truth["params_truth"]) / truth["params_truth"] if "params_truth" in truth
+           else (got["weights"] - truth["weights_truth"]) / truth["weights_truth"])
     alts = (truth["kv_truth"], *KV_ALTERNATIVES.get(name, ()), *truth.get("kv_truth_alternatives", ()))
     kv_exact = got["kv"] in alts
     low = got["confidence"] == "low"
