@@ -62,7 +62,20 @@ def test_unseen_set_meets_the_issue_bar():
         kv = kv_per_token(s, VLLM)
         kv_exact += kv == t["kv_truth"] or (name, kv) in (("gemma-4-31B-it", 40960), ("starcoder2-7b", 0))
     assert kv_exact >= 0.9 * len(TRUTH)
-    assert within >= 0.85 * len(TRUTH)  # measured 29/33 (bench_unseen.py); misses are reported, not hidden
+    assert within >= 0.9 * len(TRUTH)  # 30/33 (bench_unseen.py); the misses are in the report, not hidden
+
+
+HELDOUT2 = Path(__file__).parents[1] / "benchmarks" / "data" / "heldout2"
+
+
+@pytest.mark.parametrize("name", sorted(json.loads((HELDOUT2 / "truth.json").read_text())))
+def test_second_heldout_set_matches_published_counts(name):
+    """Configs no issue names (mlc-llm presets) against published parameter counts (truth.json params_src)."""
+    t = json.loads((HELDOUT2 / "truth.json").read_text())[name]
+    s = load_spec(str(HELDOUT2 / "models" / name))
+    assert s.params_total == t["params_truth"], (name, s.params_total - t["params_truth"], s.assumptions)
+    assert kv_per_token(s, VLLM) == t["kv_truth"]
+    assert s.confidence == "high"
 
 
 # --- key families and spellings, counted by hand ------------------------------------------------

@@ -14,9 +14,9 @@ from ..core import quant
 from ..core.spec import ModelSpec, TensorInfo, WeightInventory
 from .arch import derive
 from .arch.base import ArchSpec, Tensors, token_ids
-from .arch.towers import size_towers
+from .arch.towers import TOWER_KEYS, size_towers
 from .confidence import level, structural_unread
-from .config import normalise
+from .config import is_nested, normalise
 from .gguf import spec_from_gguf
 from .located import INSTRUCT_NAME, Located
 from .resolve import locate
@@ -57,7 +57,7 @@ def spec_from_located(loc: Located) -> ModelSpec:
     if loc.gguf is not None:
         return spec_from_gguf(loc)
     text, vision, wrapper = normalise(loc.config, loc.config_origin)
-    arch, arch_name, warnings = derive(text, origin=loc.config_origin)
+    arch, arch_name, warnings = derive(text, origin=loc.config_origin, nested=is_nested(loc.config))
     guesses = list(arch.guesses)
     logical = _config_tensors(arch, vision, loc.config, wrapper, loc.config_origin, guesses)
     headless = headless_reason(loc)
@@ -149,7 +149,7 @@ def _unread_guesses(text: dict[str, Any], arch: ArchSpec, arch_name: str, top: d
     if arch_name == "generic":
         out.append(f"model_type '{text.get('model_type')}' is not a registered architecture: sized by the "
                    f"standard decoder rule")
-    unread = structural_unread(text, arch.read_keys)
+    unread = structural_unread(text, arch.read_keys | TOWER_KEYS)
     if unread:
         out.append(f"config keys that look structural but no rule reads them: {', '.join(unread[:8])}")
     ignored = [k for k, v in top.items() if isinstance(v, dict) and k.endswith("_config")

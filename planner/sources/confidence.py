@@ -35,7 +35,7 @@ _RUNTIME = re.compile(
     r"norm_type|rms_norm|initializer|problem_type|label|id2label|task|finetun|quantiz|transformers|"
     r"is_decoder|is_encoder|cross_attention|add_cross|tie_encoder|chunk_size_feed_forward|"
     r"attn_implementation|attention_type$|_attn_implementation|keys_to_ignore|num_labels|use_return|"
-    r"^chunk_size$|mamba_chunk_size|use_mamba_kernels|mamba_use_mlp")
+    r"^chunk_size$|mamba_chunk_size|use_mamba_kernels|mamba_use_mlp|pdrop")
 
 
 def structural_unread(config: dict[str, Any], read: Iterable[str]) -> list[str]:

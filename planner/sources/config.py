@@ -28,6 +28,11 @@ _SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "inter
 _INHERIT = ("torch_dtype", "tie_word_embeddings", "quantization_config", "bos_token_id", "eos_token_id")
 
 
+def is_nested(config: dict[str, Any]) -> bool:
+    """Whether the text model sits in a wrapper's text_config (then its class defaults complete it)."""
+    return any(isinstance(config.get(k), dict) for k in _TEXT_KEYS)
+
+
 def _v5_keys(cfg: dict[str, Any]) -> dict[str, Any]:
     out = dict(cfg)
     if "torch_dtype" not in out and isinstance(out.get("dtype"), str):

@@ -50,6 +50,9 @@ ARCHITECTURES: dict[str, str] = {
     "kimi_linear": "kimi_linear",
     "llama4_text": "llama4_text",
     "gemma4_text": "gemma4_text",
+    "gpt2": "gpt2",
+    "phi": "phi",
+    "internlm2": "internlm2",
 }
 
 # model_types that reuse another module's description unchanged.
@@ -69,6 +72,12 @@ ALIASES: dict[str, str] = {
     "qwen3_vl_moe_text": "qwen3_moe",
     "granitemoe": "mixtral",
     "minimax": "minimax_m1",  # transformers' MiniMaxConfig: the same layers, planned by layer_types
+    "phi-msft": "phi",  # remote-code Phi-1.5/2: PhiConfig's sizes under GPT-style names
+    "phi3_v": "phi3",  # Phi-3/3.5-vision: the Phi-3 text model (its CLIP tower: towers.py)
+    "internlm": "internlm2",  # InternLM 1: the same layout and `bias` key
+    "minicpm": "llama",  # MiniCPM: Llama's tensors; scale_emb / scale_depth are scalars
+    "minicpmv": "llama",  # MiniCPM-V 2: the MiniCPM LLM at top level (SigLIP + resampler: towers.py)
+    "ministral3": "mistral",  # Ministral 3 text tower (sliding_window null in the configs)
 }
 
 # `architectures` classes whose layout differs from their model_type's (a draft head saying "llama").
@@ -91,7 +100,8 @@ def get_arch(model_type: str) -> ModuleType | None:
     return importlib.import_module(f"{__name__}.{name}") if name else None
 
 
-def derive(config: dict[str, Any], *, origin: str = "config.json") -> tuple[ArchSpec, str, list[str]]:
+def derive(config: dict[str, Any], *, origin: str = "config.json",
+           nested: bool = False) -> tuple[ArchSpec, str, list[str]]:
     """Config dict (text tower) -> (ArchSpec, architecture used, warnings).
 
     An unregistered model_type falls back to the standard decoder keys with a warning;
@@ -116,7 +126,7 @@ def derive(config: dict[str, Any], *, origin: str = "config.json") -> tuple[Arch
         arch_name = "generic"
     else:
         arch_name = module.__name__.rsplit(".", 1)[1]
-    args = module.Args.from_dict(config, origin=origin)
+    args = module.Args.from_dict(config, origin=origin, nested=nested)
     spec = module.to_spec(args, origin)
     read = frozenset(f.name for f in dataclasses.fields(args)) | spec.read_keys
     return dataclasses.replace(spec, read_keys=read), arch_name, warnings

@@ -59,15 +59,18 @@ class BaseArgs:
     REQUIRED: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
-    def from_dict(cls, params: dict[str, Any], *, origin: str = "config.json") -> BaseArgs:
+    def from_dict(cls, params: dict[str, Any], *, origin: str = "config.json", nested: bool = False) -> BaseArgs:
         """Build Args from a raw config dict, checking types and plausible sizes.
+
+        `nested`: the dict is a wrapper's text_config, which transformers completes with the text
+        class's defaults (LlavaConfig builds LlamaConfig(**text_config)): required keys may be absent.
 
         Raises:
             ConfigError: a required key is missing, or a value has the wrong type or size.
         """
         hints = typing.get_type_hints(cls)
         names = [f.name for f in dataclasses.fields(cls) if f.name != "defaults_used"]
-        for key in cls.REQUIRED:
+        for key in () if nested else cls.REQUIRED:
             if params.get(key) is None:
                 raise ConfigError(f"Cannot size the model from '{origin}': required key '{key}' is missing "
                                   f"(model_type '{params.get('model_type', '?')}').", origin, key=key)

@@ -179,14 +179,164 @@ def fuyu(t: Tensors, top: dict, text_hidden: int, origin: str) -> str:
     return "vision: Fuyu patch projection from patch_size x num_channels"
 
 
+def clip(t: Tensors, vc: dict, origin: str, p: str = "vision_tower.vision_model") -> int:
+    """CLIP vision transformer (modeling_clip.py CLIPVisionTransformer): class embedding, patch conv
+    [h, C, p, p] (no bias), (image/p)^2 + 1 positions, pre/post LayerNorms, blocks with biased q/k/v/out
+    projections, fc1/fc2 and two LayerNorms. Returns its width."""
+    h, inter = _get(vc, "hidden_size", 768, origin), _get(vc, "intermediate_size", 3072, origin)
+    depth, patch = _get(vc, "num_hidden_layers", 12, origin, MAX_LAYERS), _get(vc, "patch_size", 32, origin, 1024)
+    chans, image = _get(vc, "num_channels", 3, origin, 64), _get(vc, "image_size", 224, origin, 1 << 16)
+    t.add(f"{p}.embeddings.class_embedding", (h,), "vision")
+    t.add(f"{p}.embeddings.patch_embedding.weight", (h, chans, patch, patch), "vision")
+    t.add(f"{p}.embeddings.position_embedding.weight", ((image // patch) ** 2 + 1, h), "vision")
+    for n in ("pre_layrnorm", "post_layernorm"):
+        t.add(f"{p}.{n}.weight", (h,), "vision")
+        t.add(f"{p}.{n}.bias", (h,), "vision")
+    for i in range(depth):
+        b = f"{p}.encoder.layers.{i}"
+        for n, (o, k) in (("self_attn.q_proj", (h, h)), ("self_attn.k_proj", (h, h)), ("self_attn.v_proj", (h, h)),
+                          ("self_attn.out_proj", (h, h)), ("mlp.fc1", (inter, h)), ("mlp.fc2", (h, inter))):
+            t.add(f"{b}.{n}.weight", (o, k), "vision")
+            t.add(f"{b}.{n}.bias", (o,), "vision")
+        for n in ("layer_norm1", "layer_norm2"):
+            t.add(f"{b}.{n}.weight", (h,), "vision")
+            t.add(f"{b}.{n}.bias", (h,), "vision")
+    return h
+
+
+def pixtral(t: Tensors, vc: dict, origin: str, p: str = "vision_tower") -> int:
+    """Pixtral ViT (modeling_pixtral.py): patch_conv [h, C, p, p] (no bias), ln_pre RMSNorm, blocks of
+    attention_norm, q/k/v/o (no bias), ffn_norm and a gated MLP; 2-D RoPE, no position table."""
+    h, inter = _get(vc, "hidden_size", 1024, origin), _get(vc, "intermediate_size", 4096, origin)
+    depth, patch = _get(vc, "num_hidden_layers", 24, origin, MAX_LAYERS), _get(vc, "patch_size", 16, origin, 1024)
+    nq = _get(vc, "num_attention_heads", 16, origin, 65536)
+    hd = _get(vc, "head_dim", h // nq, origin, 65536)
+    t.add(f"{p}.patch_conv.weight", (h, _get(vc, "num_channels", 3, origin, 64), patch, patch), "vision")
+    t.add(f"{p}.ln_pre.weight", (h,), "vision")
+    for i in range(depth):
+        b = f"{p}.transformer.layers.{i}"
+        for n, (o, k) in (("attention.q_proj", (nq * hd, h)), ("attention.k_proj", (nq * hd, h)),
+                          ("attention.v_proj", (nq * hd, h)), ("attention.o_proj", (h, nq * hd)),
+                          ("feed_forward.gate_proj", (inter, h)), ("feed_forward.up_proj", (inter, h)),
+                          ("feed_forward.down_proj", (h, inter))):
+            t.add(f"{b}.{n}.weight", (o, k), "vision")
+        t.add(f"{b}.attention_norm.weight", (h,), "vision")
+        t.add(f"{b}.ffn_norm.weight", (h,), "vision")
+    return h
+
+
+def _proj(t: Tensors, name: str, d_in: int, d_out: int, bias: bool) -> None:
+    t.add(f"{name}.weight", (d_out, d_in), "vision")
+    if bias:
+        t.add(f"{name}.bias", (d_out,), "vision")
+
+
+def llava(t: Tensors, top: dict, vc: dict, text_hidden: int, origin: str) -> str:
+    """LLaVA / LLaVA-NeXT: CLIP tower, multi_modal_projector linear_1 [text, vision] + GELU + linear_2
+    [text, text] with biases (modeling_llava.py); LLaVA-NeXT adds image_newline [text]."""
+    h = clip(t, vc, origin)
+    bias = top.get("multimodal_projector_bias", True) is not False
+    _proj(t, "multi_modal_projector.linear_1", h, text_hidden, bias)
+    _proj(t, "multi_modal_projector.linear_2", text_hidden, text_hidden, bias)
+    if top.get("model_type") == "llava_next":
+        t.add("image_newline", (text_hidden,), "vision")
+    return "vision tower: CLIP from vision_config + LLaVA projector"
+
+
+def mistral3(t: Tensors, top: dict, vc: dict, text_hidden: int, origin: str) -> str:
+    """Mistral 3 (modeling_mistral3.py): Pixtral tower, then the projector: RMSNorm [vision],
+    patch_merger.merging_layer [vision, vision x merge^2], linear_1 [text, vision], linear_2 [text, text]
+    (biases per multimodal_projector_bias)."""
+    h = pixtral(t, vc, origin)
+    merge = _get(top, "spatial_merge_size", 2, origin, 64)
+    bias = top.get("multimodal_projector_bias") is True
+    t.add("multi_modal_projector.norm.weight", (h,), "vision")
+    _proj(t, "multi_modal_projector.patch_merger.merging_layer", h * merge * merge, h, False)
+    _proj(t, "multi_modal_projector.linear_1", h, text_hidden, bias)
+    _proj(t, "multi_modal_projector.linear_2", text_hidden, text_hidden, bias)
+    return "vision tower: Pixtral from vision_config + Mistral 3 projector"
+
+
+# Vision encoders named by checkpoint id rather than described by a sub-config, with their published
+# shapes: openai/clip-vit-large-patch14-336 config.json vision_config; timm vision_transformer.py
+# vit_so400m_patch14_siglip_384 (embed_dim 1152, depth 27, mlp_ratio 3.7362 -> 4304, patch 14).
+NAMED_ENCODERS = {
+    "openai/clip-vit-large-patch14-336": {"hidden_size": 1024, "intermediate_size": 4096,
+                                          "num_hidden_layers": 24, "patch_size": 14, "image_size": 336},
+    "vit_so400m_patch14_siglip_384": {"hidden_size": 1152, "intermediate_size": 4304, "num_hidden_layers": 27,
+                                      "patch_size": 14, "image_size": 384},
+}
+
+
+def phi3_v(t: Tensors, top: dict, text_hidden: int, origin: str) -> tuple[str | None, bool]:
+    """Phi-3/3.5-vision (modeling_phi3_v.py): the CLIP encoder `img_processor.model_name` names, the HD
+    projection Linear(4 x image_dim_out -> h) + GELU + Linear(h -> h) with biases, glb_GN and sub_GN."""
+    ip = top.get("img_processor")
+    enc = NAMED_ENCODERS.get(str(ip.get("model_name"))) if isinstance(ip, dict) else None
+    if enc is None:
+        return "vision encoder of img_processor not known: not sized", True
+    clip(t, enc, origin, p="model.vision_embed_tokens.img_processor.vision_model")
+    embd = top.get("embd_layer") if isinstance(top.get("embd_layer"), dict) else {}
+    # use_hd_transform: 2 x 2 crops concatenated before the projection
+    dim = _get(ip, "image_dim_out", enc["hidden_size"], origin) * (4 if embd.get("use_hd_transform", True) else 1)
+    _proj(t, "model.vision_embed_tokens.img_projection.0", dim, text_hidden, True)
+    _proj(t, "model.vision_embed_tokens.img_projection.2", text_hidden, text_hidden, True)
+    t.add("model.vision_embed_tokens.glb_GN", (1, 1, dim), "vision")
+    t.add("model.vision_embed_tokens.sub_GN", (1, 1, 1, dim), "vision")
+    return "vision: CLIP ViT-L/14-336 (img_processor) + HD projection", False
+
+
+def minicpmv(t: Tensors, top: dict, text_hidden: int, origin: str) -> tuple[str | None, bool]:
+    """MiniCPM-V 2 (remote modeling_minicpmv.py + resampler.py): the timm SigLIP `vision_encoder` names
+    (last block dropped with drop_vision_last_layer; patch conv and norms with biases, a position table,
+    no pooling head), then the Resampler: query [query_num, h], kv_proj [h, vision], an
+    nn.MultiheadAttention (in_proj [3h, h] + b, out_proj + b), ln_q/ln_kv/ln_post, proj [h, h] and the
+    fixed 2-D sin-cos pos_embed [query_num, h] it stores as a parameter."""
+    name = str(top.get("vision_encoder") or "").split(".")[0]
+    enc = NAMED_ENCODERS.get(name)
+    if enc is None:
+        return f"vision encoder '{name}' not known: not sized", True
+    v, inter, patch = enc["hidden_size"], enc["intermediate_size"], enc["patch_size"]
+    depth = enc["num_hidden_layers"] - (1 if top.get("drop_vision_last_layer") else 0)
+    t.add("vpm.patch_embed.proj.weight", (v, 3, patch, patch), "vision")
+    t.add("vpm.patch_embed.proj.bias", (v,), "vision")
+    t.add("vpm.pos_embed", (1, (enc["image_size"] // patch) ** 2, v), "vision")
+    for i in range(depth):
+        _block(t, f"vpm.blocks.{i}", v, inter)
+    t.add("vpm.norm.weight", (v,), "vision")
+    t.add("vpm.norm.bias", (v,), "vision")
+    q, h = _get(top, "query_num", 64, origin, 1 << 16), text_hidden
+    t.add("resampler.query", (q, h), "vision")
+    t.add("resampler.pos_embed", (q, h), "vision")
+    _proj(t, "resampler.kv_proj", v, h, False)
+    _proj(t, "resampler.attn.in_proj", h, 3 * h, True)
+    _proj(t, "resampler.attn.out_proj", h, h, True)
+    for n in ("ln_q", "ln_kv", "ln_post"):
+        t.add(f"resampler.{n}.weight", (h,), "vision")
+        t.add(f"resampler.{n}.bias", (h,), "vision")
+    t.add("resampler.proj", (h, h), "vision")
+    return "vision: timm SigLIP (vision_encoder) + MiniCPM-V resampler", False
+
+
+_WRAPPERS = {"llava": llava, "llava_next": llava, "mistral3": mistral3}
+# top-level keys those rules read (so confidence.py does not call them unread)
+TOWER_KEYS = frozenset({"img_processor", "embd_layer", "vision_encoder", "drop_vision_last_layer", "query_num",
+                        "patch_size", "num_channels", "spatial_merge_size", "multimodal_projector_bias"})
+_FLAT = {"phi3_v": phi3_v, "minicpmv": minicpmv}
+
+
 def size_towers(t: Tensors, top: dict[str, Any], vision: dict[str, Any] | None, wrapper: str,
                 text_hidden: int, origin: str) -> tuple[str | None, bool]:
-    """Add the wrapper's towers to `t`. Returns (note, approximated): approximated means the SigLIP-shaped
-    fallback sized a tower this module has no rule for."""
+    """Add the wrapper's towers to `t`. Returns (note, approximated): approximated means a tower was
+    sized by the SigLIP-shaped fallback or not at all (no rule here)."""
     if wrapper == "fuyu":
         return fuyu(t, top, text_hidden, origin), False
+    if wrapper in _FLAT:
+        return _FLAT[wrapper](t, top, text_hidden, origin)
     if not vision:
         return None, False
+    if wrapper in _WRAPPERS:
+        return _WRAPPERS[wrapper](t, top, vision, text_hidden, origin), False
     rule = _BY_TYPE.get(str(vision.get("model_type") or wrapper)) or _BY_TYPE.get(wrapper)
     if rule is not None:
         return rule(t, vision, text_hidden, origin), False
