@@ -126,3 +126,21 @@ def test_memory_table_shows_confidence_and_mtp_rows(capsys):
     assert "confidence" in out and "MTP layers (stored)" in out
     code, out, _ = run_cli(["memory", str(CONFIGS.parent / "unseen/models/stable-code-3b")], capsys)
     assert "low" in out.split("confidence", 1)[1].splitlines()[0]
+
+
+def test_compressed_tensors_pack_quantized_layout(tmp_path):
+    # llm-compressor W4A16 g128 (RedHatAI *-quantized.w4a16 configs): int32 packs 8 weights per row
+    qc = {"quant_method": "compressed-tensors", "format": "pack-quantized", "ignore": ["lm_head"],
+          "config_groups": {"group_0": {"targets": ["Linear"], "weights": {
+              "num_bits": 4, "type": "int", "symmetric": True, "group_size": 128, "strategy": "group"}}}}
+    s = load_spec(str(model_dir(tmp_path, "Llama-3.1-8B", quantization_config=qc)))
+    by = {t.name: t for t in s.weights.tensors}
+    q = "model.layers.0.self_attn.q_proj"
+    assert by[f"{q}.weight_packed"].shape == (4096, 4096 * 4 // 32) and by[f"{q}.weight_packed"].dtype == "I32"
+    assert by[f"{q}.weight_scale"].shape == (4096, 4096 // 128) and by[f"{q}.weight_scale"].dtype == "BF16"
+    assert by["lm_head.weight"].dtype == "BF16" and s.confidence == "high"
+
+
+def test_unmodelled_quantization_config_is_low(tmp_path):
+    s = load_spec(str(model_dir(tmp_path, "Llama-3.1-8B", quantization_config={"quant_method": "hqq"})))
+    assert s.confidence == "low" and any("'hqq' not modelled" in a for a in s.assumptions)
