@@ -124,7 +124,7 @@ def test_memory_table_shows_confidence_and_mtp_rows(capsys):
     code, out, _ = run_cli(["memory", "deepseek-v3", "--engine", "vllm"], capsys)
     assert code == 0
     assert "confidence" in out and "MTP layers (stored)" in out
-    code, out, _ = run_cli(["memory", str(CONFIGS.parent / "unseen/models/stable-code-3b")], capsys)
+    code, out, _ = run_cli(["memory", str(CONFIGS.parent / "unseen/models/openPangu-Embedded-7B")], capsys)
     assert "low" in out.split("confidence", 1)[1].splitlines()[0]
 
 

@@ -240,7 +240,7 @@ def test_gptq_per_channel_group_and_g_idx():
 
 
 def test_unknown_type_is_low_and_names_why():
-    s = spec("stable-code-3b")  # stablelm_epoch: remote code, not registered
+    s = spec("openPangu-Embedded-7B")  # PanguEmbedded: remote code, not registered
     assert s.confidence == "low"
     assert any("not a registered architecture" in a for a in s.assumptions)
 

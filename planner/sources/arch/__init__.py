@@ -53,6 +53,7 @@ ARCHITECTURES: dict[str, str] = {
     "gpt2": "gpt2",
     "phi": "phi",
     "internlm2": "internlm2",
+    "stablelm": "stablelm",
 }
 
 # model_types that reuse another module's description unchanged.
@@ -74,7 +75,9 @@ ALIASES: dict[str, str] = {
     "minimax": "minimax_m1",  # transformers' MiniMaxConfig: the same layers, planned by layer_types
     "phi-msft": "phi",  # remote-code Phi-1.5/2: PhiConfig's sizes under GPT-style names
     "phi3_v": "phi3",  # Phi-3/3.5-vision: the Phi-3 text model (its CLIP tower: towers.py)
-    "internlm": "internlm2",  # InternLM 1: the same layout and `bias` key
+    "internlm": "internlm2",
+    "stablelm_epoch": "stablelm",  # remote-code StableLM (stable-code-3b): the same tensors
+    "minimax_m2": "minimax_m1",  # all-softmax attn_type_list, q/k norms and routing bias read there  # InternLM 1: the same layout and `bias` key
     "minicpm": "llama",  # MiniCPM: Llama's tensors; scale_emb / scale_depth are scalars
     "minicpmv": "llama",  # MiniCPM-V 2: the MiniCPM LLM at top level (SigLIP + resampler: towers.py)
     "ministral3": "mistral",  # Ministral 3 text tower (sliding_window null in the configs)

@@ -1,4 +1,5 @@
-"""MiniMax-M1 / MiniMax-Text-01 (`minimax_m1`, `minimax`): lightning (linear) attention layers with a
+"""MiniMax-M1 / MiniMax-Text-01 (`minimax_m1`, `minimax`) and MiniMax-M2 (`minimax_m2`, every layer
+softmax attention with q/k norms and routing bias): lightning (linear) attention layers with a
 softmax-attention layer where `attn_type_list` says 1, and Mixtral-style routed experts everywhere.
 
 Shapes from the remote modeling_minimax_m1.py and vLLM minimax_text_01.py: a lightning layer has
@@ -40,6 +41,14 @@ class Args(BaseArgs):
     rotary_dim: int | None = None
     postnorm: bool = False
     sliding_window: int | None = None
+    # MiniMax-M2 (`minimax_m2`): per-layer q/k RMSNorms over heads x hd and a router correction bias
+    use_qk_norm: bool = False
+    qk_norm_type: str = "per_layer"
+    use_routing_bias: bool = False
+    scoring_func: str | None = None
+    use_mtp: bool = False
+    num_mtp_modules: int = 0
+    mtp_transformer_layers: int = 0
 
 
 def softmax_layers(args: Args) -> list[bool]:
@@ -65,7 +74,8 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
     for i, softmax in enumerate(softmax_layers(args)):
         p = f"model.layers.{i}"
         if softmax:
-            t.attention(f"{p}.self_attn", hidden=h, q_heads=nq, kv_heads=nkv, head_dim=hd)
+            t.attention(f"{p}.self_attn", hidden=h, q_heads=nq, kv_heads=nkv, head_dim=hd,
+                        qk_norm="full" if args.use_qk_norm else None)
         else:
             t.linear(f"{p}.self_attn.qkv_proj", h, 3 * nq * hd, "attention")
             t.linear(f"{p}.self_attn.output_gate", h, nq * hd, "attention")
@@ -74,7 +84,7 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
         t.norm(f"{p}.input_layernorm", h)
         t.norm(f"{p}.post_attention_layernorm", h)
         if moe:
-            t.router(f"{p}.block_sparse_moe", h, e)
+            t.router(f"{p}.block_sparse_moe", h, e, correction_bias=args.use_routing_bias)
             t.experts(f"{p}.block_sparse_moe", h, e, inter)
             if args.shared_intermediate_size:
                 t.mlp(f"{p}.shared_mlp", h, args.shared_intermediate_size)
@@ -88,4 +98,6 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
             # lightning attention keeps a [heads, hd, hd] state per sequence (no conv)
             layers.append(LayerSpec(attention=NONE, recurrent="linear_attention", q_heads=nq,
                                     recurrent_state_elems=nq * hd * hd, **ffn))
-    return finish(args, t, layers, dtype_known=known, moe=moe)
+    notes = [f"config declares {args.num_mtp_modules} MTP module(s) (use_mtp) that MiniMax-M2 checkpoints do not "
+             f"ship (the MiniMax-M2.7 tensor report lists none): not counted"] if args.use_mtp else []
+    return finish(args, t, layers, dtype_known=known, moe=moe, notes=notes)
