@@ -54,6 +54,8 @@ ARCHITECTURES: dict[str, str] = {
     "phi": "phi",
     "internlm2": "internlm2",
     "stablelm": "stablelm",
+    "mamba": "mamba",
+    "jamba": "jamba",
 }
 
 # model_types that reuse another module's description unchanged.
@@ -77,7 +79,8 @@ ALIASES: dict[str, str] = {
     "phi3_v": "phi3",  # Phi-3/3.5-vision: the Phi-3 text model (its CLIP tower: towers.py)
     "internlm": "internlm2",
     "stablelm_epoch": "stablelm",  # remote-code StableLM (stable-code-3b): the same tensors
-    "minimax_m2": "minimax_m1",  # all-softmax attn_type_list, q/k norms and routing bias read there  # InternLM 1: the same layout and `bias` key
+    "minimax_m2": "minimax_m1",
+    "falcon_mamba": "mamba",  # FalconMamba: MambaMixer + weightless RMS norms  # all-softmax attn_type_list, q/k norms and routing bias read there  # InternLM 1: the same layout and `bias` key
     "minicpm": "llama",  # MiniCPM: Llama's tensors; scale_emb / scale_depth are scalars
     "minicpmv": "llama",  # MiniCPM-V 2: the MiniCPM LLM at top level (SigLIP + resampler: towers.py)
     "ministral3": "mistral",  # Ministral 3 text tower (sliding_window null in the configs)
