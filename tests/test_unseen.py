@@ -256,3 +256,20 @@ def test_planner_memory_stays_torch_free():
     p = subprocess.run([sys.executable, "-c", code, str(UNSEEN / "models" / "MiniMax-M1")], capture_output=True,
                        text=True, cwd=Path(__file__).parents[1])
     assert p.returncode == 0, p.stderr
+
+
+@pytest.mark.parametrize("name, convention", [("MiniMax-M1", "attn_type_list"), ("LFM2-1.2B", "full_attn_idxs"),
+                                              ("GLM-4.7-Flash", None), ("Llama-4-Scout-17B-16E", "no_rope_layers")])
+def test_unregistered_type_reads_the_shared_conventions(tmp_path, name, convention):
+    """The same real config under a model_type nobody registered: the generic rule still finds the layer
+    plan and MLA latent (KV exact), and the figure says it is a guess."""
+    cfg = json.loads((UNSEEN / "models" / name / "config.json").read_text())
+    cfg = {**cfg.get("text_config", cfg), "torch_dtype": "bfloat16", "model_type": "brand_new_arch"}
+    d = tmp_path / "m"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(cfg))
+    s = load_spec(str(d))
+    assert s.architecture == "generic" and s.confidence == "low"
+    assert kv_per_token(s, VLLM) == truth(name)["kv_truth"]
+    if convention:
+        assert any(convention in a for a in s.assumptions)

@@ -127,8 +127,8 @@ def derive(config: dict[str, Any], *, origin: str = "config.json",
         if missing:
             raise UnsupportedArchitecture(model_type or "(none)", supported(), missing, origin)
         warnings.append(f"model_type '{model_type}' is not a supported architecture: sized with the standard "
-                        f"decoder keys (dense gated MLP, full attention unless layer_types say otherwise)")
-        module = importlib.import_module(f"{__name__}.llama")
+                        f"decoder keys and the layer-plan / expert conventions configs share (generic.py)")
+        module = importlib.import_module(f"{__name__}.generic")
         arch_name = "generic"
     else:
         arch_name = module.__name__.rsplit(".", 1)[1]
