@@ -144,3 +144,13 @@ def test_compressed_tensors_pack_quantized_layout(tmp_path):
 def test_unmodelled_quantization_config_is_low(tmp_path):
     s = load_spec(str(model_dir(tmp_path, "Llama-3.1-8B", quantization_config={"quant_method": "hqq"})))
     assert s.confidence == "low" and any("'hqq' not modelled" in a for a in s.assumptions)
+
+
+def test_headers_make_a_tower_guess_moot(tmp_path):
+    # an approximated vision tower makes config-only weights a guess; with headers the weights are exact
+    cfg = json.loads((CONFIGS / "Llama-3.2-1B-Instruct.json").read_text())
+    d = model_dir(tmp_path, "Llama-3.2-1B-Instruct", vision_config={"model_type": "some_new_vit", "hidden_size": 64,
+                                                                     "num_hidden_layers": 2})
+    assert load_spec(str(d)).confidence == "low"
+    write_sparse(d / "model.safetensors", llama_tensors(cfg))
+    assert load_spec(str(d)).confidence == "exact"

@@ -59,12 +59,15 @@ def spec_from_located(loc: Located) -> ModelSpec:
     text, vision, wrapper = normalise(loc.config, loc.config_origin)
     arch, arch_name, warnings = derive(text, origin=loc.config_origin, nested=is_nested(loc.config))
     guesses = list(arch.guesses)
-    logical = _config_tensors(arch, vision, loc.config, wrapper, loc.config_origin, guesses)
+    weight_guesses: list[str] = []  # what only the weights rest on: moot once headers give them
+    logical = _config_tensors(arch, vision, loc.config, wrapper, loc.config_origin, weight_guesses)
     headless = headless_reason(loc)
     if headless:
         logical = [t for t in logical if t.group != "lm_head"]
         if headless.startswith("guess"):
-            guesses.append(headless)
+            weight_guesses.append(headless)
+    if loc.tensors is None:
+        guesses += weight_guesses
     total = sum(t.numel for t in logical)
     active = _active(arch, logical, total)
     provenance: dict[str, str] = {}
