@@ -45,15 +45,15 @@ def loads(text: str, *, allow_nonfinite: bool = False) -> Any:
     return json.loads(text, parse_constant=_reject_constant, parse_int=_bounded_int)
 
 
-def parse_json(data: bytes | str, origin: str) -> Any:
-    """Parse JSON text from `origin`, rejecting NaN/Infinity and invalid UTF-8.
+def parse_json(data: bytes | str, origin: str, *, allow_nonfinite: bool = False) -> Any:
+    """Parse JSON text from `origin`, rejecting invalid UTF-8 and, unless allowed, NaN/Infinity.
 
     Raises:
         ConfigError: if the text is not valid JSON.
     """
     try:
         text = data.decode("utf-8") if isinstance(data, bytes) else data
-        return loads(text)
+        return loads(text, allow_nonfinite=allow_nonfinite)
     except UnicodeDecodeError as e:
         raise ConfigError(f"Cannot read '{origin}': not UTF-8 text ({e.reason} at byte {e.start}).",
                           origin) from e
@@ -61,8 +61,9 @@ def parse_json(data: bytes | str, origin: str) -> Any:
         raise ConfigError(f"Cannot parse '{origin}': invalid JSON ({e}).", origin) from e
 
 
-def read_json(path: str | Path, *, max_bytes: int = JSON_MAX_BYTES, what: str = "JSON file") -> Any:
-    """Read and parse a JSON file no larger than `max_bytes`.
+def read_json(path: str | Path, *, max_bytes: int = JSON_MAX_BYTES, what: str = "JSON file",
+              allow_nonfinite: bool = False) -> Any:
+    """Read and parse a JSON file no larger than `max_bytes` (`allow_nonfinite`: see `loads`).
 
     Raises:
         ConfigError: missing, unreadable, too large or invalid.
@@ -88,12 +89,13 @@ def read_json(path: str | Path, *, max_bytes: int = JSON_MAX_BYTES, what: str = 
         raise ConfigError(f"Cannot read {what} '{p}': it is a directory.", p) from e
     except OSError as e:
         raise ConfigError(f"Cannot read {what} '{p}': {e.strerror or e}.", p) from e
-    return parse_json(data, str(p))
+    return parse_json(data, str(p), allow_nonfinite=allow_nonfinite)
 
 
-def read_json_object(path: str | Path, *, max_bytes: int = JSON_MAX_BYTES, what: str = "JSON file") -> dict:
+def read_json_object(path: str | Path, *, max_bytes: int = JSON_MAX_BYTES, what: str = "JSON file",
+                     allow_nonfinite: bool = False) -> dict:
     """`read_json` that also requires a top-level object."""
-    obj = read_json(path, max_bytes=max_bytes, what=what)
+    obj = read_json(path, max_bytes=max_bytes, what=what, allow_nonfinite=allow_nonfinite)
     if not isinstance(obj, dict):
         raise ConfigError(f"Cannot use {what} '{path}': expected a JSON object at top level, got "
                           f"{type(obj).__name__}.", path)

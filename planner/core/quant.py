@@ -26,12 +26,16 @@ class Scheme:
     """A weight format: `kind` selects the layout; `group_size` for int4 groups / fp8 blocks."""
 
     name: str
-    kind: str  # float | fp8 | int8 | int4 | nf4 | mxfp4 | ggml
+    kind: str  # float | fp8 | int8 | int4 | nf4 | mxfp4 | ggml | ct_packed
     group_size: int = 128
     fmt: str = "BF16"  # float kind: target float format; ggml kind: the block type
     keep_dtype: str = "BF16"  # what non-quantised tensors are kept in
     block_2d: bool = False  # fp8 with [block, block] scales (DeepSeek-V3 style)
     skip: tuple[str, ...] = ()  # fnmatch patterns of modules left unquantised
+    g_idx: bool = False  # GPTQ: an int32 group index per input column is stored (AutoGPTQ/GPTQModel QuantLinear)
+    double_quant: bool = False  # bitsandbytes bnb_4bit_use_double_quant: absmax itself 8-bit + nested fp32 scales
+    pack_bits: int = 4  # compressed-tensors pack-quantized: bits per packed weight
+    zero_point: bool = False  # compressed-tensors asymmetric: packed zero points are stored too
 
 
 SCHEMES = ("bf16", "fp16", "fp32", "fp8", "int8", "int4", "nf4", "mxfp4",
@@ -78,17 +82,46 @@ def from_quantization_config(qc: dict) -> Scheme | None:
     if method in ("gptq", "awq"):
         bits = qc.get("bits", qc.get("w_bit", 4))
         g = qc.get("group_size", qc.get("q_group_size", 128))
-        g = g if isinstance(g, int) and g > 0 else 128
+        # group_size -1: one group over the whole input row (per-channel scales; AutoGPTQ QuantLinear)
+        g = 0 if isinstance(g, int) and g < 0 else g if isinstance(g, int) and g > 0 else 128
+        # GPTQ checkpoints (AutoGPTQ, GPTQModel, optimum) store g_idx for every layer, desc_act or not; AWQ does not
+        idx = method == "gptq"
         if bits == 8:
-            return Scheme("int8", "int8", g, keep_dtype="F16", skip=skip)
-        return Scheme("int4", "int4", g, keep_dtype="F16", skip=skip)
+            return Scheme("int8", "int8", g or 128, keep_dtype="F16", skip=skip)
+        return Scheme("int4", "int4", g, keep_dtype="F16", skip=skip, g_idx=idx)
     if method == "mxfp4":
         return Scheme("mxfp4", "mxfp4", 32, skip=skip)
+    if method == "compressed-tensors":
+        return _compressed_tensors(qc, skip)
     if method == "bitsandbytes":
+        names = qc.get("llm_int8_skip_modules") or []
+        skip += tuple(s for s in (names if isinstance(names, list) else []) if isinstance(s, str))
         if qc.get("load_in_4bit") or qc.get("_load_in_4bit"):
-            return Scheme("nf4", "nf4", 64, skip=skip)
+            return Scheme("nf4", "nf4", 64, skip=skip, double_quant=qc.get("bnb_4bit_use_double_quant") is True)
         if qc.get("load_in_8bit") or qc.get("_load_in_8bit"):
             return Scheme("int8", "int8", skip=skip)
+    return None
+
+
+def _compressed_tensors(qc: dict, skip: tuple[str, ...]) -> Scheme | None:
+    """llm-compressor checkpoints: one weights scheme in config_groups (several: None, not modelled).
+
+    pack-quantized int4/int8 (W4A16, W8A16): weight_packed int32 [out, in x bits / 32], weight_scale
+    [out, in / group] in the model's float type, weight_shape int64 [2], and weight_zero_point when
+    asymmetric (compressed_tensors PackedQuantizationCompressor); float-quantized fp8: weight e4m3 +
+    weight_scale per channel (fp32). `ignore` lists the modules left unquantised (lm_head)."""
+    groups = qc.get("config_groups")
+    weights = [g.get("weights") for g in groups.values() if isinstance(g, dict)] if isinstance(groups, dict) else []
+    if len(weights) != 1 or not isinstance(weights[0], dict):
+        return None
+    w = weights[0]
+    bits, kind, fmt = w.get("num_bits"), w.get("type", "int"), str(qc.get("format", ""))
+    g = w.get("group_size") if isinstance(w.get("group_size"), int) and w.get("group_size") > 0 else 0
+    if kind == "float" and bits == 8:
+        return Scheme("fp8", "fp8", skip=skip)
+    if kind == "int" and bits in (4, 8) and fmt == "pack-quantized":
+        return Scheme(f"ct-int{bits}", "ct_packed", g, skip=skip, pack_bits=bits,
+                      zero_point=w.get("symmetric") is False)
     return None
 
 
@@ -121,16 +154,38 @@ def quantise_tensor(t: TensorInfo, s: Scheme) -> list[TensorInfo]:
                 make_tensor(f"{base}.SCB", (*lead, d_out), "F32", t.group)]
     if s.kind == "int4":
         # GPTQ/AWQ: qweight int32 packs 8 weights; per group of g inputs: fp16 scale + 4-bit zero
-        g = ceil(d_in, s.group_size)
-        return [make_tensor(f"{base}.qweight", (*lead, ceil(d_in, 8), d_out), "I32", t.group),
-                make_tensor(f"{base}.qzeros", (*lead, g, ceil(d_out, 8)), "I32", t.group),
-                make_tensor(f"{base}.scales", (*lead, g, d_out), "F16", t.group)]
+        g = ceil(d_in, s.group_size) if s.group_size else 1
+        out = [make_tensor(f"{base}.qweight", (*lead, ceil(d_in, 8), d_out), "I32", t.group),
+               make_tensor(f"{base}.qzeros", (*lead, g, ceil(d_out, 8)), "I32", t.group),
+               make_tensor(f"{base}.scales", (*lead, g, d_out), "F16", t.group)]
+        if s.g_idx:
+            out.append(make_tensor(f"{base}.g_idx", (*lead, d_in), "I32", t.group))
+        return out
     if s.kind == "nf4":
         # bitsandbytes 4-bit: two weights per byte + fp32 absmax per 64-weight block + 16-entry code
         n = t.numel
+        blocks = ceil(n, 64)
+        if s.double_quant:
+            # absmax 8-bit, re-quantised in blocks of 256 with fp32 nested_absmax, a 256-entry nested_quant_map
+            # and the fp32 offset (bitsandbytes QuantState.as_dict)
+            return [make_tensor(f"{base}.weight", (ceil(n, 2), 1), "U8", t.group),
+                    make_tensor(f"{base}.weight.absmax", (blocks,), "U8", t.group),
+                    make_tensor(f"{base}.weight.nested_absmax", (ceil(blocks, 256),), "F32", t.group),
+                    make_tensor(f"{base}.weight.nested_quant_map", (256,), "F32", t.group),
+                    make_tensor(f"{base}.weight.quant_map", (16,), "F32", t.group)]
         return [make_tensor(f"{base}.weight", (ceil(n, 2), 1), "U8", t.group),
-                make_tensor(f"{base}.weight.absmax", (ceil(n, 64),), "F32", t.group),
+                make_tensor(f"{base}.weight.absmax", (blocks,), "F32", t.group),
                 make_tensor(f"{base}.weight.quant_map", (16,), "F32", t.group)]
+    if s.kind == "ct_packed":
+        # compressed-tensors: 32 / bits weights per int32; scale per group (0: per output channel)
+        g = ceil(d_in, s.group_size) if s.group_size else 1
+        out = [make_tensor(f"{base}.weight_packed", (*lead, d_out, ceil(d_in * s.pack_bits, 32)), "I32", t.group),
+               make_tensor(f"{base}.weight_scale", (*lead, d_out, g), t.dtype, t.group),
+               make_tensor(f"{base}.weight_shape", (2,), "I64", t.group)]
+        if s.zero_point:
+            out.append(make_tensor(f"{base}.weight_zero_point", (*lead, ceil(d_out * s.pack_bits, 32), g), "I32",
+                                   t.group))
+        return out
     if s.kind == "mxfp4":
         # OCP MX: 16 bytes of e2m1 pairs + one e8m0 scale byte per 32 weights (17 B / 32)
         blocks = ceil(d_in, 32)

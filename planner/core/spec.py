@@ -237,9 +237,19 @@ class ModelSpec:
     llamacpp_swa: bool = True  # False: llama.cpp runs this arch's sliding layers as full attention
     provenance: Mapping[str, str] = field(default_factory=dict)
     warnings: tuple[str, ...] = ()
+    # how far the figures can be trusted (sources/confidence.py): "exact" | "high" | "low", and why
+    confidence: str = "high"
+    assumptions: tuple[str, ...] = ()
+    # bytes the checkpoint stores beyond `weights` and `mtp` (tied lm_head copy, rotary buffers)
+    stored_extra_bytes: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "provenance", _frozen(self.provenance))
+
+    @property
+    def checkpoint_bytes(self) -> int:
+        """What the checkpoint stores (comparable with the Hub's total_size): resident + MTP + excluded."""
+        return self.weights.resident_bytes + (self.mtp.nbytes if self.mtp else 0) + self.stored_extra_bytes
 
     @property
     def n_layers(self) -> int:

@@ -70,6 +70,11 @@ class ModelLedger:
     kv_dtype: str
     weights_dtype: str
     provenance: Mapping[str, str] = field(default_factory=dict)
+    confidence: str = "high"  # the spec's: exact | high | low (sources/confidence.py)
+    assumptions: tuple[str, ...] = ()
+    checkpoint_bytes: int = 0  # what the checkpoint stores (resident + MTP layers + stored-not-loaded)
+    mtp_bytes: int = 0  # MTP layers stored; resident only when an engine runs MTP speculation
+    mtp_layers: int = 0
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "provenance", MappingProxyType(dict(self.provenance)))
@@ -293,10 +298,15 @@ def model_ledger(spec: ModelSpec, s: Settings, role: str = "target") -> ModelLed
     prov = {"weights": w_src, "kv_cache": kv_src, "activations": act_src}
     if state:
         prov["state"] = "config shapes: fixed recurrent state per sequence"
+    if spec.mtp:
+        prov["mtp"] = f"{spec.mtp.source}: {spec.mtp.layers} MTP layer(s), resident only for MTP speculation"
     return ModelLedger(role=role, id=spec.id, params_total=spec.params_total, params_active=spec.params_active,
                        weights_bytes=w_bytes, kv_bytes_per_token=kv_per_token(spec, s), kv_cache_bytes=kv_total,
                        state_bytes=state, activation_bytes=activations(spec, s, context), context=context,
-                       kv_dtype=kv_format(s.kv_dtype, spec.dtype, s.engine), weights_dtype=w_fmt, provenance=prov)
+                       kv_dtype=kv_format(s.kv_dtype, spec.dtype, s.engine), weights_dtype=w_fmt, provenance=prov,
+                       confidence=spec.confidence, assumptions=spec.assumptions,
+                       checkpoint_bytes=spec.checkpoint_bytes, mtp_bytes=spec.mtp.nbytes if spec.mtp else 0,
+                       mtp_layers=spec.mtp.layers if spec.mtp else 0)
 
 
 def ledger(target: ModelSpec, s: Settings, draft: ModelSpec | None = None) -> Ledger:

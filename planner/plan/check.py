@@ -118,6 +118,7 @@ def judge(a: Assessment) -> list[Result]:
             add(MAX_TOTAL, PASS if ok else FAIL, total, req.max_total_bytes,
                 f"{_gib(total)} used over {len(a.devices)} device(s) {'<=' if ok else '>'} "
                 f"{_gib(req.max_total_bytes)} allowed")
+    out = _estimates(a, out)
     if req.compatible:
         out.append(_compatible(a))
     if req.min_speedup is not None:
@@ -145,6 +146,23 @@ def _crossover(a: Assessment) -> Result:
                       f"speculation pays at every concurrency up to {peak}: {shown}")
     return Result(d.name, sc.label, MAX_CROSSOVER, FAIL, cross, peak,
                   f"speculation stops paying at {cross} concurrent sequences (<= the peak {peak}): {shown}")
+
+
+_MEMORY = (FITS, MIN_HEADROOM, MAX_TOTAL)
+
+
+def _estimates(a: Assessment, results: list[Result]) -> list[Result]:
+    """A passing memory requirement that rests on a low-confidence figure (sources/confidence.py: unknown
+    layout, unread structural keys, towers not sized) fails unless the deployment sets allow_estimates."""
+    sc = a.scenario
+    low = [s for s in (sc.target, sc.draft) if s is not None and s.confidence == "low"]
+    if not low or sc.deployment.allow_estimates:
+        return results
+    why = "; ".join(f"{s.id}: {s.assumptions[0] if s.assumptions else 'low confidence'}" for s in low)
+    return [Result(r.deployment, r.machine, r.requirement, FAIL, r.value, r.bound,
+                   f"{r.message}, but the figure is an estimate ({why}); set allow_estimates = true in the "
+                   f"deployment to accept it")
+            if r.requirement in _MEMORY and r.status == PASS else r for r in results]
 
 
 def _compatible(a: Assessment) -> Result:

@@ -50,7 +50,8 @@ else:  # pragma: no cover - exercised on 3.10 only
 DEPLOYMENT_KEYS = {"name": str, "target": str, "draft": str, "engine": str, "context": (int, str), "batch": int,
                    "kv_dtype": str, "weights_dtype": str, "machine": str, "machines": list, "gpu_memory": (str, int),
                    "gpus": int, "tp": int, "pp": int, "utilization": float, "k": int, "acceptance": (float, str),
-                   "profile": (str, dict), "temperature": float, "max_k": int, "require": dict}
+                   "profile": (str, dict), "temperature": float, "max_k": int, "require": dict,
+                   "allow_estimates": bool}
 DEFAULT_KEYS = {k: v for k, v in DEPLOYMENT_KEYS.items() if k not in ("name", "target", "draft", "require")}
 REQUIRE_KEYS = {"fits": bool, "min_headroom": (str, int), "compatible": (bool, str),
                 "min_speedup": (float, int, str), "max_total_memory": (str, int), "speedup_estimate": str,
@@ -95,6 +96,8 @@ class Deployment:
     profiles: tuple[tuple[str, str], ...] = ()  # (machine, path) when profile is a table
     max_k: int = DEFAULT_MAX_K
     require: Requirements = field(default_factory=Requirements)
+    # a memory requirement resting on a low-confidence figure (an unknown layout) passes only when set
+    allow_estimates: bool = False
 
     def profile_for(self, machine: str) -> str | None:
         """The profile measured on `machine` (a table entry), else the deployment-wide one."""
@@ -285,7 +288,8 @@ def _deployment(d: dict[str, Any], origin: str, where: str) -> Deployment:
         machines=machines, gpu_memory_bytes=size("gpu_memory", d["gpu_memory"]) if "gpu_memory" in d else None,
         gpus=d.get("gpus"), tp=d.get("tp"), pp=d.get("pp"), utilization=d.get("utilization"),
         k=d.get("k"), acceptance=d.get("acceptance"), temperature=float(d.get("temperature", 0.0)),
-        profile=profile, profiles=profiles, max_k=d.get("max_k", DEFAULT_MAX_K), require=requirements)
+        profile=profile, profiles=profiles, max_k=d.get("max_k", DEFAULT_MAX_K), require=requirements,
+        allow_estimates=d.get("allow_estimates", False))
 
 
 def _checked(origin: str, where: str, key: str, fn: Any) -> Any:

@@ -19,7 +19,9 @@ def model_ledger_json(m: ModelLedger) -> dict[str, Any]:
             "kv_bytes_per_token": m.kv_bytes_per_token, "kv_cache_bytes": m.kv_cache_bytes,
             "state_bytes": m.state_bytes, "kv_dtype": m.kv_dtype, "context": m.context,
             "activation_bytes": m.activation_bytes, "total_bytes": m.total_bytes,
-            "provenance": dict(m.provenance)}
+            "provenance": dict(m.provenance), "confidence": m.confidence, "assumptions": list(m.assumptions),
+            # resident for plain decoding is weights_bytes; what the checkpoint stores (the Hub's total_size)
+            "checkpoint_bytes": m.checkpoint_bytes, "mtp_bytes": m.mtp_bytes, "mtp_layers": m.mtp_layers}
 
 
 def ledger_json(ledger: Ledger, warnings: list[str] | None = None) -> dict[str, Any]:
@@ -51,6 +53,9 @@ def ledger_table(ledger: Ledger) -> str:
         row(f"KV cache @ {s.context:,} tok x {s.batch}", [fmt_bytes(m.kv_cache_bytes) for m in ms],
             t.provenance["kv_cache"]),
     ]
+    if any(m.mtp_bytes for m in ms):
+        rows.append(row("MTP layers (stored)", [f"{fmt_bytes(m.mtp_bytes)} ({m.mtp_layers})" if m.mtp_bytes else ""
+                                                for m in ms], "resident only when MTP speculation runs"))
     if any(m.state_bytes for m in ms):
         rows.append(row("  of which recurrent state", [fmt_bytes(m.state_bytes) for m in ms],
                         "config shapes (per sequence, fixed)"))
@@ -60,5 +65,8 @@ def ledger_table(ledger: Ledger) -> str:
         row("runtime overhead (once)", [fmt_bytes(ledger.overhead_bytes)] + [""] * (len(ms) - 1),
             ledger.overhead_source),
         row("TOTAL", [fmt_bytes(ledger.total_bytes)] + [""] * (len(ms) - 1), f"{s.engine}"),
+        row("confidence", [m.confidence for m in ms],
+            "; ".join(dict.fromkeys(a for m in ms if m.confidence == "low" for a in m.assumptions))[:160]
+            or "exact: headers; high: config of a known architecture"),
     ]
     return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)

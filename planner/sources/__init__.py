@@ -7,17 +7,26 @@ weights from safetensors headers when present, else from the config's shapes.
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Any
 
 from ..core import quant
 from ..core.spec import ModelSpec, TensorInfo, WeightInventory
 from .arch import derive
-from .arch.base import ArchSpec, Tensors, token_ids, vision_tower
-from .config import normalise
+from .arch.base import ArchSpec, Tensors, token_ids
+from .arch.towers import TOWER_KEYS, size_towers
+from .confidence import level, structural_unread
+from .config import is_nested, normalise
 from .gguf import spec_from_gguf
 from .located import INSTRUCT_NAME, Located
 from .resolve import locate
-from .tensors import active_params, inventory_from_header, routed_expert_params
+from .tensors import (
+    active_params,
+    headless_reason,
+    inventory_from_header,
+    mtp_from_header,
+    routed_expert_params,
+)
 from .tokenizer import fingerprint_from_located
 
 __all__ = ["load_spec", "locate", "spec_from_located"]
@@ -64,24 +73,41 @@ def spec_from_located(loc: Located) -> ModelSpec:
     if loc.gguf is not None:
         return spec_from_gguf(loc)
     text, vision, wrapper = normalise(loc.config, loc.config_origin)
-    arch, arch_name, warnings = derive(text, origin=loc.config_origin)
-    logical = _config_tensors(arch, vision, text, loc.config_origin)
+    arch, arch_name, warnings = derive(text, origin=loc.config_origin, nested=is_nested(loc.config))
+    guesses = list(arch.guesses)
+    weight_guesses: list[str] = []  # what only the weights rest on: moot once headers give them
+    logical = _config_tensors(arch, vision, loc.config, wrapper, loc.config_origin, weight_guesses)
+    headless = headless_reason(loc)
+    if headless:
+        logical = [t for t in logical if t.group != "lm_head"]
+        if headless.startswith("guess"):
+            weight_guesses.append(headless)
+    if loc.tensors is None:
+        guesses += weight_guesses
     total = sum(t.numel for t in logical)
     active = _active(arch, logical, total)
     provenance: dict[str, str] = {}
     origin_label = {"local": "config.json", "hf-cache": "config.json (HF cache)", "hub": "config.json (Hub)",
                     "catalog": "catalog config"}[loc.source]
+    mtp, stored_extra = arch.mtp, 0
     if loc.tensors is not None:
         inv = inventory_from_header(loc.tensors, n_layers=len(arch.layers), tied=arch.tied,
                                     logical=(total, active),
                                     moe=(arch.moe.experts, arch.moe.experts_per_token) if arch.moe else None)
         provenance["weights"] = f"header ({len(loc.tensor_files)} safetensors file(s), exact)"
+        mtp = mtp_from_header(loc.tensors, len(arch.layers))
+        stored_extra = inv.excluded_bytes - (mtp.nbytes if mtp else 0)
     else:
         stored = logical
         qc = text.get("quantization_config")
         scheme = quant.from_quantization_config(qc) if isinstance(qc, dict) else None
         if scheme is not None:
             stored = quant.apply(logical, scheme)
+            if mtp is not None and arch.mtp_tensors:
+                mtp = dataclasses.replace(mtp, nbytes=sum(x.nbytes for x in quant.apply(arch.mtp_tensors, scheme)))
+        elif isinstance(qc, dict):
+            guesses.append(f"quantization_config {qc.get('quant_method', '?')!r} not modelled: weights sized "
+                           f"unquantised")
         inv = WeightInventory(tensors=tuple(stored), source="config", params_total=total, params_active=active,
                               notes=tuple(loc.notes))
         provenance["weights"] = f"config shapes ({origin_label})" + (f", {scheme.name} per quantization_config"
@@ -92,6 +118,14 @@ def spec_from_located(loc: Located) -> ModelSpec:
     provenance["dtype"] = "config torch_dtype/dtype" if text.get("torch_dtype") else "assumed bf16 (no dtype key)"
     if arch.defaults_used and arch_name != "generic":
         provenance["defaults"] = f"transformers {arch_name} defaults for absent keys"
+    guesses += _unread_guesses(text, arch, arch_name, loc.config, wrapper)
+    shaped = [k for k in arch.defaults_used if k in _SHAPE_DEFAULTS]
+    assumptions = [*guesses, *([f"transformers {arch_name} defaults for absent keys: {', '.join(shaped[:6])}"]
+                               if shaped and arch_name != "generic" else []),
+                   *([] if text.get("torch_dtype") else ["no dtype key: weights assumed bf16"]),
+                   *([headless] if headless and not headless.startswith("guess") else []),
+                   *([f"{mtp.layers} MTP layer(s) declared by the config counted as stored (checkpoint_bytes); a "
+                      f"derivative re-saved without them stores less"] if mtp and mtp.source == "config" else [])]
     gen = loc.generation_config or {}
     eos = token_ids(gen.get("eos_token_id")) or arch.eos_token_ids
     bos_ids = token_ids(gen.get("bos_token_id"))
@@ -108,17 +142,50 @@ def spec_from_located(loc: Located) -> ModelSpec:
         bos_token_id=bos_ids[0] if bos_ids else arch.bos_token_id, eos_token_ids=eos,
         quantization=_quant_method(text), instruct=_instruct(loc, entry),
         state_dtype=arch.state_dtype, llamacpp_swa=arch.llamacpp_swa, provenance=provenance,
-        warnings=tuple(dict.fromkeys(warnings + notes)))  # loc.notes are also the inventory's notes: once each
+        warnings=tuple(dict.fromkeys(warnings + notes)),  # loc.notes are also the inventory's notes: once each
+        mtp=mtp, stored_extra_bytes=stored_extra,
+        confidence=level(registered=arch_name != "generic", from_headers=loc.tensors is not None, guesses=guesses),
+        assumptions=tuple(dict.fromkeys(assumptions)))
 
 
-def _config_tensors(arch: ArchSpec, vision: dict[str, Any] | None, text: dict[str, Any],
-                    origin: str = "config.json") -> list[TensorInfo]:
+# Absent keys whose class default decides a shape or the cache (worth listing as an assumption).
+_SHAPE_DEFAULTS = frozenset({
+    "tie_word_embeddings", "head_dim", "num_key_value_heads", "intermediate_size", "vocab_size", "hidden_size",
+    "num_hidden_layers", "num_attention_heads", "sliding_window", "moe_intermediate_size",
+    "num_experts", "num_local_experts", "n_routed_experts", "n_shared_experts", "first_k_dense_replace",
+    "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim", "kv_lora_rank", "q_lora_rank", "global_head_dim",
+    "num_nextn_predict_layers", "layer_types", "full_attention_interval", "shared_expert_intermediate_size"})
+
+# Sub-configs a tower sizer or the text path reads; any other *_config object is a part not sized.
+_READ_SUBCONFIGS = ("text_config", "llm_config", "language_config", "vision_config", "vision_tower_config",
+                    "quantization_config", "rope_scaling", "rope_parameters")
+
+
+def _unread_guesses(text: dict[str, Any], arch: ArchSpec, arch_name: str, top: dict[str, Any],
+                    wrapper: str) -> list[str]:
+    """Why the figures are a guess: unregistered type, structural keys nothing read, towers ignored."""
+    out = []
+    if arch_name == "generic":
+        out.append(f"model_type '{text.get('model_type')}' is not a registered architecture: sized by the "
+                   f"standard decoder rule")
+    unread = structural_unread(text, arch.read_keys | TOWER_KEYS)
+    if unread:
+        out.append(f"config keys that look structural but no rule reads them: {', '.join(unread[:8])}")
+    ignored = [k for k, v in top.items() if isinstance(v, dict) and k.endswith("_config")
+               and k not in _READ_SUBCONFIGS and k not in arch.read_keys]
+    if ignored:
+        out.append(f"sub-config(s) not sized: {', '.join(ignored[:4])}")
+    return out
+
+
+def _config_tensors(arch: ArchSpec, vision: dict[str, Any] | None, top: dict[str, Any], wrapper: str,
+                    origin: str, guesses: list[str]) -> list[TensorInfo]:
     tensors = list(arch.tensors)
-    if vision:
-        t = Tensors(arch.dtype)
-        vision_tower(t, vision, arch.hidden, origin=origin)
-        tensors.extend(t.items)
-    return tensors
+    t = Tensors(arch.dtype)
+    note, approximated = size_towers(t, top, vision, wrapper, arch.hidden, origin)
+    if approximated and note:
+        guesses.append(note)
+    return tensors + t.items
 
 
 def _active(arch: ArchSpec, tensors: list[TensorInfo], total: int) -> int:

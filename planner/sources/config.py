@@ -17,13 +17,20 @@ WRAPPER_TEXT_TYPES = {
     "gemma3": "gemma3_text",
     "qwen3_5_moe": "qwen3_5_moe_text",
     "qwen3_5": "qwen3_5_text",
+    "gemma4": "gemma4_text",
     "mistral3": "mistral",
     "llava": "llama",
     "llava_next": "llama",
     "paligemma": "gemma",
 }
 _TEXT_KEYS = ("text_config", "llm_config", "language_config")
+_SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")
 _INHERIT = ("torch_dtype", "tie_word_embeddings", "quantization_config", "bos_token_id", "eos_token_id")
+
+
+def is_nested(config: dict[str, Any]) -> bool:
+    """Whether the text model sits in a wrapper's text_config (then its class defaults complete it)."""
+    return any(isinstance(config.get(k), dict) for k in _TEXT_KEYS)
 
 
 def _v5_keys(cfg: dict[str, Any]) -> dict[str, Any]:
@@ -53,7 +60,11 @@ def normalise(config: dict[str, Any], origin: str) -> tuple[dict[str, Any], dict
         if isinstance(top.get(key), dict):
             text = _v5_keys(top[key])
             break
-    if text is None:
+    if text is not None and not any(k in text for k in _SHAPE_KEYS) and any(k in top for k in _SHAPE_KEYS):
+        # a stub text_config ({"model_type": "persimmon"} in Fuyu) under complete top-level keys
+        text = {**{k: v for k, v in top.items() if k not in _TEXT_KEYS}, "model_type": text.get("model_type")
+                or top.get("model_type")}
+    elif text is None:
         text = top
     else:
         for k in _INHERIT:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import re
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,7 @@ from typing import Any
 from ..core import dtypes
 from ..core.constants import GGUF_MAX_SPLITS
 from ..core.errors import ConfigError, HeaderError, ModelNotFound
-from ..core.spec import ModelSpec, TensorInfo, WeightInventory
+from ..core.spec import ModelSpec, MtpSpec, TensorInfo, WeightInventory
 from .gguf_arch import derive
 from .gguf_header import INTEGER_TYPES, GGUFHeader, SkippedArray, read_header
 from .gguf_tokenizer import fingerprint
@@ -152,7 +153,20 @@ def spec_from_gguf(loc: Located) -> ModelSpec:
         weights=inv, moe=a.moe, family=_str(meta, "general.basename") or arch, path=h.path, tokenizer=tok,
         bos_token_id=tok.bos_id if tok else None, eos_token_ids=tok.eos_ids if tok else (),
         quantization=_file_type(h, inv), instruct=_instruct(h), llamacpp_swa=a.llamacpp_swa,
-        provenance=provenance, warnings=tuple(a.notes) + inv.notes)
+        provenance=provenance, warnings=tuple(a.notes) + inv.notes,
+        # every weight from the GGUF header, layer kinds from llama.cpp's own rules for the arch
+        confidence="exact", mtp=_mtp(h, a.excluded))
+
+
+def _mtp(h: GGUFHeader, excluded: tuple[str, ...]) -> MtpSpec | None:
+    """The nextn (MTP) layers llama.cpp skips for plain decoding, exactly as stored (their own ledger row)."""
+    skip = set(excluded)
+    gone = [t for t in h.tensors if t.name in skip]
+    if not gone:
+        return None
+    blocks = {t.name.split(".")[1] for t in gone if t.name.startswith("blk.") and t.name.count(".") >= 2}
+    return MtpSpec(layers=len(blocks) or 1, params=sum(math.prod(t.shape) for t in gone), nbytes=sum(t.nbytes for t in gone),
+                   source="gguf")
 
 
 def _inventory(h: GGUFHeader, excluded: tuple[str, ...], moe: Any) -> WeightInventory:

@@ -13,7 +13,7 @@ from typing import Any
 from ..core.constants import is_offline
 from ..core.errors import ConfigError, HeaderError, ModelNotFound, OfflineError
 from ..core.jsonio import read_json_object
-from . import catalog, hub
+from . import catalog, hub, mistral_format
 from .gguf import locate_gguf
 from .located import Located
 from .safetensors import read_dir_tensors, read_index
@@ -91,11 +91,13 @@ def _fallback(ref: str, revision: str | None) -> Located | None:
 
 def _from_dir(d: Path, ref: str, *, source: str, partial_ok: bool = False, read_weights: bool = True) -> Located:
     cfg_path = d / "config.json"
+    if not cfg_path.is_file() and (d / "params.json").is_file():
+        return _from_mistral_dir(d, ref, source=source, read_weights=read_weights)
     if not cfg_path.is_file():
         ggufs = sorted(d.glob("*.gguf"))
         hint = f" It holds GGUF files; pass one directly, e.g. '{ggufs[0]}'." if ggufs else ""
         raise ConfigError(f"Cannot use model directory '{d}': it has no config.json.{hint}", cfg_path)
-    loc = Located(ref=ref, source=source, config=read_json_object(cfg_path, what="config.json"),
+    loc = Located(ref=ref, source=source, config=read_config(cfg_path),
                   config_origin=str(cfg_path), path=d)
     gen = d / "generation_config.json"
     if gen.is_file():
@@ -103,6 +105,26 @@ def _from_dir(d: Path, ref: str, *, source: str, partial_ok: bool = False, read_
     loc.tokenizer_files = {n: d / n for n in TOKENIZER_FILES if (d / n).is_file()}
     if read_weights:
         _read_weights(loc, d, partial_ok)
+    return loc
+
+
+def read_config(path: Path) -> dict[str, Any]:
+    """config.json as Python's json reads it: NaN/Infinity allowed, since real configs hold them
+    (Nemotron-H `time_step_limit: [0.0, Infinity]`); every key an architecture reads is still type- and
+    range-checked (arch/base.py `_check`), and the size and integer-digit caps stay."""
+    return read_json_object(path, what="config.json", allow_nonfinite=True)
+
+
+def _from_mistral_dir(d: Path, ref: str, *, source: str, read_weights: bool) -> Located:
+    """A Mistral-format folder: params.json renamed to HF keys; weights from consolidated*.safetensors."""
+    params_path = d / "params.json"
+    params = read_json_object(params_path, what="params.json", allow_nonfinite=True)
+    loc = Located(ref=ref, source=source, config=mistral_format.hf_config(params),
+                  config_origin=str(params_path), path=d)
+    loc.notes.append("Mistral-format folder: params.json read with vLLM's key names (--config-format mistral)")
+    loc.tokenizer_files = {n: d / n for n in TOKENIZER_FILES if (d / n).is_file()}
+    if read_weights:
+        _read_weights(loc, d, False)
     return loc
 
 

@@ -190,6 +190,10 @@ def read_dir_tensors(directory: Path) -> tuple[list[RawTensor], list[str]] | Non
             out.extend(found)
         return out, files
     singles = sorted(f.name for f in directory.glob("*.safetensors") if f.is_file())
+    # Mistral repos ship the same weights twice: HF shards and mistral-inference's consolidated file
+    hf_named = [s for s in singles if not s.startswith("consolidated")]
+    if hf_named and len(hf_named) < len(singles) and (directory / "config.json").is_file():
+        singles = hf_named
     if not singles:
         return None
     # One checkpoint only: Mistral repos ship consolidated.safetensors beside the HF files,

@@ -12,7 +12,8 @@ import re
 from collections.abc import Iterable
 
 from ..core import dtypes
-from ..core.spec import TensorInfo, WeightInventory
+from ..core.spec import MtpSpec, TensorInfo, WeightInventory
+from .located import Located
 
 _RULES: tuple[tuple[str, re.Pattern[str]], ...] = tuple((g, re.compile(p)) for g, p in (
     ("vision", r"vision|visual|image|mm_projector|multi_modal_projector|audio|patch_embed|siglip"),
@@ -66,7 +67,7 @@ def inventory_from_header(raw: Iterable[tuple[str, str, tuple[int, ...]]], *, n_
         m = _LAYER.search(name)
         if _ROTARY.search(name):
             counts["rotary"] += t.nbytes
-        elif (m and int(m.group(1)) >= n_layers and t.group != "vision") or re.match(r"(model\.)?mtp\.", name):
+        elif (m and int(m.group(1)) >= n_layers and t.group != "vision") or _MTP.match(name):
             counts["mtp"] += t.nbytes
         elif tied and t.group == "lm_head":
             counts["tied"] += t.nbytes
@@ -91,6 +92,62 @@ def inventory_from_header(raw: Iterable[tuple[str, str, tuple[int, ...]]], *, n_
         active = active_params(total, routed_expert_params(kept), *(moe or (0, 0)))
     return WeightInventory(tensors=tuple(kept), source=source, params_total=total, params_active=active,
                            excluded_bytes=excluded, notes=tuple(notes))
+
+
+def mtp_from_header(raw: Iterable[tuple[str, str, tuple[int, ...]]], n_layers: int) -> MtpSpec | None:
+    """The MTP layers a checkpoint stores (the tensors `inventory_from_header` excludes as such): layers
+    numbered past num_hidden_layers (DeepSeek-V3 `model.layers.61.*`, GLM-4.5) or under `mtp.` /
+    `model.mtp_layers.` (Qwen3-Next/3.5, MiMo)."""
+    params = nbytes = 0
+    seen: set[str] = set()
+    for name, dtype, shape in raw:
+        m = _LAYER.search(name)
+        if _ROTARY.search(name) or classify(name, len(shape)) == "vision":
+            continue
+        key = None
+        if m and int(m.group(1)) >= n_layers:
+            key = m.group(1)
+        elif (mm := _MTP.match(name)) is not None:
+            key = mm.group(1) or "0"
+        if key is None:
+            continue
+        numel = 1
+        for d in shape:
+            numel *= d
+        seen.add(key)
+        params += numel
+        nbytes += dtypes.nbytes(dtype, numel)
+    return MtpSpec(layers=len(seen), params=params, nbytes=nbytes, source="header") if seen else None
+
+
+_MTP = re.compile(r"(?:model\.)?mtp(?:_layers)?\.(?:layers\.)?(\d+)?")
+
+
+def headless_reason(loc: Located) -> str | None:
+    """Why a model has no lm_head (embedding / reward / bare-encoder checkpoints), or None.
+
+    Evidence first: `architectures` naming only a bare base model (`Qwen3Model`, `...ForSequenceClassification`
+    has a 1-row score head instead) or sentence-transformers files beside the config; else a guess from the
+    name, which says so (confidence low)."""
+    raw = loc.config.get("architectures")
+    arches = [a for a in raw if isinstance(a, str)] if isinstance(raw, list) else []
+    auto = loc.config.get("auto_map") if isinstance(loc.config.get("auto_map"), dict) else {}
+    # remote code names its base class (ChatGLMModel) yet maps a causal-LM class with a head
+    headed = any(k.startswith("AutoModelFor") for k in auto) or any(a in _BASE_WITH_HEAD for a in arches)
+    if arches and not headed and all(a.endswith("Model") and not a.endswith("LMHeadModel") for a in arches):
+        return f"architectures {arches[0]} is a bare base model: no lm_head"
+    if loc.path is not None and any((loc.path / f).is_file() for f in _SENTENCE_FILES):
+        return "sentence-transformers files beside config.json: an embedding model, no lm_head"
+    name = str(loc.path.name if loc.path is not None else loc.ref)
+    if _EMBED_NAME.search(name):
+        return f"guess from the name '{name}': an embedding model without an lm_head"
+    return None
+
+
+# base classes that hold the output layer themselves (THUDM modeling_chatglm.py: ChatGLMModel.output_layer)
+_BASE_WITH_HEAD = ("ChatGLMModel",)
+_SENTENCE_FILES = ("modules.json", "config_sentence_transformers.json", "sentence_bert_config.json")
+_EMBED_NAME = re.compile(r"(^|[-_/])(embedding|embed|retriev\w*|gte|bge|e5)([-_]|$)", re.I)
 
 
 def routed_expert_params(tensors: Iterable[TensorInfo]) -> int:

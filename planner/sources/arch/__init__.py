@@ -6,6 +6,7 @@ ARCHITECTURES (or ALIASES when an existing module already describes it).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 from types import ModuleType
 from typing import Any
@@ -34,6 +35,27 @@ ARCHITECTURES: dict[str, str] = {
     "qwen3_5_text": "qwen3_5_text",
     "nemotron_h": "nemotron_h",
     "falcon_h1": "falcon_h1",
+    "smollm3": "smollm3",
+    "cohere": "cohere",
+    "starcoder2": "starcoder2",
+    "falcon": "falcon",
+    "bloom": "bloom",
+    "qwen": "qwen",
+    "chatglm": "chatglm",
+    "persimmon": "persimmon",
+    "glm4_moe_lite": "glm4_moe_lite",
+    "mimo": "mimo",
+    "lfm2": "lfm2",
+    "minimax_m1": "minimax_m1",
+    "kimi_linear": "kimi_linear",
+    "llama4_text": "llama4_text",
+    "gemma4_text": "gemma4_text",
+    "gpt2": "gpt2",
+    "phi": "phi",
+    "internlm2": "internlm2",
+    "stablelm": "stablelm",
+    "mamba": "mamba",
+    "jamba": "jamba",
 }
 
 # model_types that reuse another module's description unchanged.
@@ -41,10 +63,33 @@ ALIASES: dict[str, str] = {
     "gemma3": "gemma3_text",  # only reached when a gemma3 config has no text_config
     "kimi_k2": "deepseek_v3",
     "granite": "llama",
-    "smollm3": "llama",
     "olmo3": "olmo2",
     "ministral": "mistral",
     "phimoe": "mixtral",
+    # VL text towers: the text side is the plain family (vision sized by towers.py)
+    "qwen2_vl": "qwen2",
+    "qwen2_5_vl": "qwen2",
+    "qwen2_vl_text": "qwen2",
+    "qwen2_5_vl_text": "qwen2",
+    "qwen3_vl_text": "qwen3",
+    "qwen3_vl_moe_text": "qwen3_moe",
+    "granitemoe": "mixtral",
+    "minimax": "minimax_m1",  # transformers' MiniMaxConfig: the same layers, planned by layer_types
+    "phi-msft": "phi",  # remote-code Phi-1.5/2: PhiConfig's sizes under GPT-style names
+    "phi3_v": "phi3",  # Phi-3/3.5-vision: the Phi-3 text model (its CLIP tower: towers.py)
+    "internlm": "internlm2",
+    "stablelm_epoch": "stablelm",  # remote-code StableLM (stable-code-3b): the same tensors
+    "minimax_m2": "minimax_m1",
+    "falcon_mamba": "mamba",  # FalconMamba: MambaMixer + weightless RMS norms  # all-softmax attn_type_list, q/k norms and routing bias read there  # InternLM 1: the same layout and `bias` key
+    "minicpm": "llama",  # MiniCPM: Llama's tensors; scale_emb / scale_depth are scalars
+    "minicpmv": "llama",  # MiniCPM-V 2: the MiniCPM LLM at top level (SigLIP + resampler: towers.py)
+    "ministral3": "mistral",  # Ministral 3 text tower (sliding_window null in the configs)
+}
+
+# `architectures` classes whose layout differs from their model_type's (a draft head saying "llama").
+CLASSES: dict[str, str] = {
+    "LlamaForCausalLMEagle3": "eagle3",
+    "Eagle3LlamaForCausalLM": "eagle3",
 }
 
 # Keys the standard-decoder fallback needs.
@@ -61,7 +106,8 @@ def get_arch(model_type: str) -> ModuleType | None:
     return importlib.import_module(f"{__name__}.{name}") if name else None
 
 
-def derive(config: dict[str, Any], *, origin: str = "config.json") -> tuple[ArchSpec, str, list[str]]:
+def derive(config: dict[str, Any], *, origin: str = "config.json",
+           nested: bool = False) -> tuple[ArchSpec, str, list[str]]:
     """Config dict (text tower) -> (ArchSpec, architecture used, warnings).
 
     An unregistered model_type falls back to the standard decoder keys with a warning;
@@ -72,17 +118,21 @@ def derive(config: dict[str, Any], *, origin: str = "config.json") -> tuple[Arch
         ConfigError: a key has the wrong type or an implausible value.
     """
     model_type = str(config.get("model_type") or "")
-    module = get_arch(model_type)
+    arches = config.get("architectures")
+    classes = [c for c in arches if isinstance(c, str) and c in CLASSES] if isinstance(arches, list) else []
+    module = importlib.import_module(f"{__name__}.{CLASSES[classes[0]]}") if classes else get_arch(model_type)
     warnings: list[str] = []
     if module is None:
         missing = [k for k in STANDARD_KEYS if config.get(k) is None]
         if missing:
             raise UnsupportedArchitecture(model_type or "(none)", supported(), missing, origin)
         warnings.append(f"model_type '{model_type}' is not a supported architecture: sized with the standard "
-                        f"decoder keys (dense gated MLP, full attention unless layer_types say otherwise)")
-        module = importlib.import_module(f"{__name__}.llama")
+                        f"decoder keys and the layer-plan / expert conventions configs share (generic.py)")
+        module = importlib.import_module(f"{__name__}.generic")
         arch_name = "generic"
     else:
         arch_name = module.__name__.rsplit(".", 1)[1]
-    args = module.Args.from_dict(config, origin=origin)
-    return module.to_spec(args, origin), arch_name, warnings
+    args = module.Args.from_dict(config, origin=origin, nested=nested)
+    spec = module.to_spec(args, origin)
+    read = frozenset(f.name for f in dataclasses.fields(args)) | spec.read_keys
+    return dataclasses.replace(spec, read_keys=read), arch_name, warnings

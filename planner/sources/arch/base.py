@@ -17,13 +17,17 @@ from typing import Any, ClassVar
 from ...core import dtypes
 from ...core.constants import MAX_CONTEXT, MAX_HIDDEN, MAX_LAYERS, MAX_VOCAB
 from ...core.errors import ConfigError
-from ...core.spec import LayerSpec, MoESpec, TensorInfo, make_tensor
+from ...core.spec import LayerSpec, MoESpec, MtpSpec, TensorInfo, make_tensor
 
 # Keys whose values must be positive and below a plausibility bound.
 _BOUNDS = {
     "hidden_size": MAX_HIDDEN, "num_hidden_layers": MAX_LAYERS, "vocab_size": MAX_VOCAB,
     "max_position_embeddings": MAX_CONTEXT, "intermediate_size": MAX_HIDDEN * 8,
     "num_attention_heads": 65_536, "num_key_value_heads": 65_536, "head_dim": 65_536,
+    # other spellings of the same sizes (loops run over layer counts: each must be bounded)
+    "num_layers": MAX_LAYERS, "n_layer": MAX_LAYERS, "n_layers": MAX_LAYERS, "n_embed": MAX_HIDDEN,
+    "padded_vocab_size": MAX_VOCAB, "ffn_hidden_size": MAX_HIDDEN * 8, "num_nextn_predict_layers": MAX_LAYERS,
+    "mtp_num_hidden_layers": MAX_LAYERS, "kv_channels": 65_536,
 }
 _DEFAULT_BOUND = 1 << 31
 
@@ -55,15 +59,18 @@ class BaseArgs:
     REQUIRED: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
-    def from_dict(cls, params: dict[str, Any], *, origin: str = "config.json") -> BaseArgs:
+    def from_dict(cls, params: dict[str, Any], *, origin: str = "config.json", nested: bool = False) -> BaseArgs:
         """Build Args from a raw config dict, checking types and plausible sizes.
+
+        `nested`: the dict is a wrapper's text_config, which transformers completes with the text
+        class's defaults (LlavaConfig builds LlamaConfig(**text_config)): required keys may be absent.
 
         Raises:
             ConfigError: a required key is missing, or a value has the wrong type or size.
         """
         hints = typing.get_type_hints(cls)
         names = [f.name for f in dataclasses.fields(cls) if f.name != "defaults_used"]
-        for key in cls.REQUIRED:
+        for key in () if nested else cls.REQUIRED:
             if params.get(key) is None:
                 raise ConfigError(f"Cannot size the model from '{origin}': required key '{key}' is missing "
                                   f"(model_type '{params.get('model_type', '?')}').", origin, key=key)
@@ -78,7 +85,10 @@ class BaseArgs:
                     kwargs[name] = None
                 continue
             kwargs[name] = _check(name, params[name], hints.get(name), origin)
-        used = tuple(n for n in names if n not in kwargs and n not in ("torch_dtype", "quantization_config"))
+        # a default of None assumes nothing (the module derives the figure); any other default is an assumption
+        defaults = {f.name: f.default for f in dataclasses.fields(cls)}
+        used = tuple(n for n in names if n not in kwargs and defaults.get(n) is not None
+                     and n not in ("torch_dtype", "quantization_config", "model_type"))
         return cls(**kwargs, defaults_used=used)
 
 
@@ -144,6 +154,18 @@ class ArchSpec:
     llamacpp_swa: bool = True
     notes: tuple[str, ...] = ()
     defaults_used: tuple[str, ...] = ()
+    mtp: MtpSpec | None = None  # MTP layers the checkpoint ships beyond the decoder (config-derived)
+    mtp_tensors: tuple[TensorInfo, ...] = ()  # their tensors, so a quantization_config re-sizes them too
+    read_keys: frozenset[str] = frozenset()  # config keys the architecture's Args read (confidence.py)
+    guesses: tuple[str, ...] = ()  # what the module could not back (confidence "low" with these reasons)
+
+
+def mtp_spec(t: Tensors, layers: int) -> MtpSpec | None:
+    """MTP layers sized from config shapes: the tensors a module built for them in `t`."""
+    if not layers or not t.items:
+        return None
+    return MtpSpec(layers=layers, params=sum(x.numel for x in t.items), nbytes=sum(x.nbytes for x in t.items),
+                   source="config")
 
 
 def finish(args: Any, t: Tensors, layers: list[LayerSpec], *, dtype_known: bool, moe: MoESpec | None = None,
@@ -197,10 +219,10 @@ class Tensors:
         if bias:
             self.add(f"{name}.bias", (width,), "norm")
 
-    def embeddings(self, vocab: int, hidden: int, tied: bool, prefix: str = "model.") -> None:
+    def embeddings(self, vocab: int, hidden: int, tied: bool, prefix: str = "model.", norm_bias: bool = False) -> None:
         # embed [vocab, hidden]; an untied lm_head is a second [vocab, hidden] matrix.
         self.add(f"{prefix}embed_tokens.weight", (vocab, hidden), "embedding")
-        self.norm(f"{prefix}norm", hidden)
+        self.norm(f"{prefix}norm", hidden, bias=norm_bias)
         if not tied:
             self.add("lm_head.weight", (vocab, hidden), "lm_head")
 

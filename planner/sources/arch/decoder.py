@@ -59,6 +59,8 @@ class Style:
     pattern_default: int = 6
     moe: str = "none"  # none | routed | shared (Qwen2-MoE: + shared expert and its sigmoid gate)
     llamacpp_swa: bool = True
+    gated_mlp: bool = True  # False: up/down only (StarCoder2 c_fc/c_proj, GPT-2 style)
+    norm_bias: bool = False  # LayerNorm with bias (StarCoder2) rather than RMSNorm weight only
 
 
 def layer_kinds(args: DecoderArgs, style: Style) -> tuple[list[str], list[str]]:
@@ -126,7 +128,7 @@ def build(args: DecoderArgs, style: Style, *, origin: str = "config.json") -> Ar
     hd = args.head_dim or h // nq
     dtype, dtype_known = config_dtype(args)
     t = Tensors(dtype)
-    t.embeddings(args.vocab_size, h, args.tie_word_embeddings)
+    t.embeddings(args.vocab_size, h, args.tie_word_embeddings, norm_bias=style.norm_bias)
     kinds, notes = layer_kinds(args, style)
     moe = moe_of(args)
     qkv_bias = args.attention_bias if style.qkv_bias is None else style.qkv_bias
@@ -136,7 +138,7 @@ def build(args: DecoderArgs, style: Style, *, origin: str = "config.json") -> Ar
         t.attention(f"{p}.self_attn", hidden=h, q_heads=nq, kv_heads=nkv, head_dim=hd,
                     qkv_bias=qkv_bias, o_bias=args.attention_bias, qk_norm=style.qk_norm)
         for name in style.norms:
-            t.norm(f"{p}.{name}", h)
+            t.norm(f"{p}.{name}", h, bias=style.norm_bias)
         sparse = moe is not None and is_moe_layer(args, i)
         if sparse:
             t.router(f"{p}.mlp", h, moe.experts)
@@ -145,7 +147,7 @@ def build(args: DecoderArgs, style: Style, *, origin: str = "config.json") -> Ar
                 t.mlp(f"{p}.mlp.shared_expert", h, moe.shared_intermediate)
                 t.add(f"{p}.mlp.shared_expert_gate.weight", (1, h), "other")
         else:
-            t.mlp(f"{p}.mlp", h, args.intermediate_size, bias=args.mlp_bias)
+            t.mlp(f"{p}.mlp", h, args.intermediate_size, bias=args.mlp_bias, gated=style.gated_mlp)
         window = args.attention_chunk_size if kind == "chunked" else args.sliding_window
         layers.append(LayerSpec(attention=kind, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd,
                                 window=window if kind != FULL else None,

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.spec import MLA, LayerSpec, MoESpec
-from .base import ArchSpec, BaseArgs, Tensors, config_dtype, finish, require_positive
+from .base import ArchSpec, BaseArgs, Tensors, config_dtype, finish, mtp_spec, require_positive
 
 
 @dataclass
@@ -39,13 +39,15 @@ class Args(BaseArgs):
     moe_layer_freq: int = 1
     topk_method: str = "greedy"
     num_nextn_predict_layers: int = 0
+    mlp_layer_types: list | None = None
+    num_key_value_heads: int | None = None  # MLA: every head reads the shared latent; not a cache width
+    qk_head_dim: int | None = None  # = qk_nope_head_dim + qk_rope_head_dim (derived the same way below)
 
 
 def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
     require_positive(args, "hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size",
                      "kv_lora_rank", origin=origin)
-    h, nh = args.hidden_size, args.num_attention_heads
-    qk_dim = args.qk_nope_head_dim + args.qk_rope_head_dim
+    h = args.hidden_size
     dtype, known = config_dtype(args)
     t = Tensors(dtype)
     t.embeddings(args.vocab_size, h, args.tie_word_embeddings)
@@ -57,38 +59,66 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
                       expert_intermediate=args.moe_intermediate_size,
                       shared_experts=args.n_shared_experts or 0,
                       shared_intermediate=shared)
-    layers = []
-    for i in range(args.num_hidden_layers):
+    layers = [_layer(t, args, f"model.layers.{i}", _sparse(args, moe, i), moe) for i in range(args.num_hidden_layers)]
+    mtp_t = Tensors(dtype)
+    for j in range(args.num_nextn_predict_layers):
+        # DeepSeek-V3 MTP module (modeling in vLLM deepseek_mtp.py): enorm, hnorm, eh_proj [h, 2h], its own
+        # embed_tokens and shared_head (norm + head [vocab, h]), then one decoder layer numbered past the rest
+        i = args.num_hidden_layers + j
         p = f"model.layers.{i}"
-        a = f"{p}.self_attn"
-        if args.q_lora_rank:
-            t.linear(f"{a}.q_a_proj", h, args.q_lora_rank, "attention", args.attention_bias)
-            t.norm(f"{a}.q_a_layernorm", args.q_lora_rank)
-            t.linear(f"{a}.q_b_proj", args.q_lora_rank, nh * qk_dim, "attention")
-        else:
-            t.linear(f"{a}.q_proj", h, nh * qk_dim, "attention")
-        # kv_a: hidden -> latent (kv_lora_rank) + shared rope key (qk_rope_head_dim)
-        t.linear(f"{a}.kv_a_proj_with_mqa", h, args.kv_lora_rank + args.qk_rope_head_dim, "attention",
-                 args.attention_bias)
-        t.norm(f"{a}.kv_a_layernorm", args.kv_lora_rank)
-        t.linear(f"{a}.kv_b_proj", args.kv_lora_rank, nh * (args.qk_nope_head_dim + args.v_head_dim),
-                 "attention")
-        t.linear(f"{a}.o_proj", nh * args.v_head_dim, h, "attention", args.attention_bias)
-        t.norm(f"{p}.input_layernorm", h)
-        t.norm(f"{p}.post_attention_layernorm", h)
-        sparse = moe is not None and i >= args.first_k_dense_replace and i % max(args.moe_layer_freq, 1) == 0
-        if sparse:
-            t.router(f"{p}.mlp", h, n_exp, correction_bias=args.topk_method == "noaux_tc")
-            t.experts(f"{p}.mlp", h, n_exp, args.moe_intermediate_size)
-            if moe.shared_intermediate:
-                t.mlp(f"{p}.mlp.shared_experts", h, moe.shared_intermediate)
-        else:
-            t.mlp(f"{p}.mlp", h, args.intermediate_size)
-        layers.append(LayerSpec(attention=MLA, q_heads=nh, kv_heads=nh, head_dim_k=qk_dim,
-                                head_dim_v=args.v_head_dim, kv_lora_rank=args.kv_lora_rank,
-                                rope_dim=args.qk_rope_head_dim, ffn="moe" if sparse else "dense",
-                                ffn_width=args.moe_intermediate_size if sparse else args.intermediate_size))
+        _layer(mtp_t, args, p, _sparse(args, moe, i), moe)
+        mtp_t.norm(f"{p}.enorm", h)
+        mtp_t.norm(f"{p}.hnorm", h)
+        mtp_t.linear(f"{p}.eh_proj", 2 * h, h, "other")
+        mtp_t.add(f"{p}.embed_tokens.weight", (args.vocab_size, h), "embedding")
+        mtp_t.norm(f"{p}.shared_head.norm", h)
+        mtp_t.add(f"{p}.shared_head.head.weight", (args.vocab_size, h), "lm_head")
     notes = []
     if args.num_nextn_predict_layers:
-        notes.append(f"{args.num_nextn_predict_layers} MTP layer(s) not counted: loaded only for MTP speculation")
-    return finish(args, t, layers, dtype_known=known, moe=moe, notes=notes)
+        notes.append(f"{args.num_nextn_predict_layers} MTP layer(s) not resident for plain decoding: on their "
+                     f"own row (loaded only for MTP speculation)")
+    return finish(args, t, layers, dtype_known=known, moe=moe, notes=notes,
+                  mtp=mtp_spec(mtp_t, args.num_nextn_predict_layers), mtp_tensors=tuple(mtp_t.items))
+
+
+def _sparse(args: Args, moe: MoESpec | None, i: int) -> bool:
+    """MoE layer or dense: `mlp_layer_types` ("dense"/"sparse", GLM-4.7-Flash) when given, else
+    DeepSeek's rule i >= first_k_dense_replace and i % moe_layer_freq == 0 (layers past the decoder,
+    MTP, follow the rule)."""
+    if moe is None:
+        return False
+    types = args.mlp_layer_types
+    if isinstance(types, list) and i < len(types):
+        return str(types[i]) == "sparse"
+    return i >= args.first_k_dense_replace and i % max(args.moe_layer_freq, 1) == 0
+
+
+def _layer(t: Tensors, args: Args, p: str, sparse: bool, moe: MoESpec | None) -> LayerSpec:
+    """One MLA decoder layer's tensors into `t`; returns its LayerSpec."""
+    h, nh = args.hidden_size, args.num_attention_heads
+    qk_dim = args.qk_nope_head_dim + args.qk_rope_head_dim
+    a = f"{p}.self_attn"
+    if args.q_lora_rank:
+        t.linear(f"{a}.q_a_proj", h, args.q_lora_rank, "attention", args.attention_bias)
+        t.norm(f"{a}.q_a_layernorm", args.q_lora_rank)
+        t.linear(f"{a}.q_b_proj", args.q_lora_rank, nh * qk_dim, "attention")
+    else:
+        t.linear(f"{a}.q_proj", h, nh * qk_dim, "attention")
+    # kv_a: hidden -> latent (kv_lora_rank) + shared rope key (qk_rope_head_dim)
+    t.linear(f"{a}.kv_a_proj_with_mqa", h, args.kv_lora_rank + args.qk_rope_head_dim, "attention",
+             args.attention_bias)
+    t.norm(f"{a}.kv_a_layernorm", args.kv_lora_rank)
+    t.linear(f"{a}.kv_b_proj", args.kv_lora_rank, nh * (args.qk_nope_head_dim + args.v_head_dim), "attention")
+    t.linear(f"{a}.o_proj", nh * args.v_head_dim, h, "attention", args.attention_bias)
+    t.norm(f"{p}.input_layernorm", h)
+    t.norm(f"{p}.post_attention_layernorm", h)
+    if sparse and moe is not None:
+        t.router(f"{p}.mlp", h, moe.experts, correction_bias=args.topk_method == "noaux_tc")
+        t.experts(f"{p}.mlp", h, moe.experts, args.moe_intermediate_size)
+        if moe.shared_intermediate:
+            t.mlp(f"{p}.mlp.shared_experts", h, moe.shared_intermediate)
+    else:
+        t.mlp(f"{p}.mlp", h, args.intermediate_size)
+    return LayerSpec(attention=MLA, q_heads=nh, kv_heads=nh, head_dim_k=qk_dim, head_dim_v=args.v_head_dim,
+                     kv_lora_rank=args.kv_lora_rank, rope_dim=args.qk_rope_head_dim, ffn="moe" if sparse else "dense",
+                     ffn_width=args.moe_intermediate_size if sparse else args.intermediate_size)

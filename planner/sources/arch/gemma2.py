@@ -15,6 +15,7 @@ GEMMA_NORMS = ("input_layernorm", "post_attention_layernorm", "pre_feedforward_l
 class Args(DecoderArgs):
     """Gemma2Config defaults."""
 
+    sliding_window_size: int | None = None  # older spelling of sliding_window, same value
     vocab_size: int = 256000
     hidden_size: int = 2304
     intermediate_size: int = 9216

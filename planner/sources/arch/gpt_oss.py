@@ -17,6 +17,7 @@ from .decoder import DecoderArgs, Style, layer_kinds
 class Args(DecoderArgs):
     """GptOssConfig defaults."""
 
+    experts_per_token: int | None = None  # original OpenAI spelling of num_experts_per_tok, same value
     vocab_size: int = 201088
     hidden_size: int = 2880
     intermediate_size: int = 2880

@@ -12,6 +12,7 @@ from .decoder import DecoderArgs, Style, build
 class Args(DecoderArgs):
     """Phi3Config defaults."""
 
+    full_attn_mod: int | None = None  # Phi-4-mini remote-code flag: every layer full attention, no shape
     vocab_size: int = 32064
     hidden_size: int = 3072
     intermediate_size: int = 8192

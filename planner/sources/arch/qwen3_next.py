@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.spec import FULL, NONE, LayerSpec, MoESpec
-from .base import ArchSpec, Tensors, config_dtype, finish, require_positive
+from .base import ArchSpec, Tensors, config_dtype, finish, mtp_spec, require_positive
 from .decoder import DecoderArgs, is_moe_layer
 
 
@@ -38,6 +38,8 @@ class Args(DecoderArgs):
     shared_expert_intermediate_size: int | None = 512
     attn_output_gate: bool = True
     mamba_ssm_dtype: str | None = None
+    mtp_num_hidden_layers: int = 0
+    mtp_use_dedicated_embeddings: bool = False
 
 
 def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
@@ -88,4 +90,36 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
                                     q_heads=args.linear_num_value_heads, **ffn))
         else:
             layers.append(LayerSpec(attention=FULL, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd, **ffn))
-    return finish(args, t, layers, dtype_known=known, moe=moe, state_dtype=args.mamba_ssm_dtype)
+    return finish(args, t, layers, dtype_known=known, moe=moe, state_dtype=args.mamba_ssm_dtype,
+                  mtp=mtp_spec(mt := _mtp(args, dtype, moe, nkv, hd), args.mtp_num_hidden_layers),
+                  mtp_tensors=tuple(mt.items))
+
+
+def _mtp(args: Args, dtype: str, moe: MoESpec | None, nkv: int, hd: int) -> Tensors:
+    """MTP block (vLLM qwen3_next_mtp.py): fc [h, 2h], pre_fc_norm_embedding / _hidden, mtp_num_hidden_layers
+    full-attention decoder layers with the model's MLP, and a final norm; embeddings shared unless
+    mtp_use_dedicated_embeddings."""
+    h, nq = args.hidden_size, args.num_attention_heads
+    t = Tensors(dtype)
+    if not args.mtp_num_hidden_layers:
+        return t
+    t.linear("mtp.fc", 2 * h, h, "other")
+    for n in ("mtp.pre_fc_norm_embedding", "mtp.pre_fc_norm_hidden", "mtp.norm"):
+        t.norm(n, h)
+    if args.mtp_use_dedicated_embeddings:
+        t.add("mtp.embed_tokens.weight", (args.vocab_size, h), "embedding")
+    for j in range(args.mtp_num_hidden_layers):
+        p = f"mtp.layers.{j}"
+        t.attention(f"{p}.self_attn", hidden=h, q_heads=nq, kv_heads=nkv, head_dim=hd,
+                    qkv_bias=args.attention_bias, qk_norm="head", q_gate=args.attn_output_gate)
+        t.norm(f"{p}.input_layernorm", h)
+        t.norm(f"{p}.post_attention_layernorm", h)
+        if moe is not None:
+            t.router(f"{p}.mlp", h, moe.experts)
+            t.experts(f"{p}.mlp", h, moe.experts, moe.expert_intermediate)
+            if moe.shared_intermediate:
+                t.mlp(f"{p}.mlp.shared_expert", h, moe.shared_intermediate)
+                t.add(f"{p}.mlp.shared_expert_gate.weight", (1, h), "other")
+        else:
+            t.mlp(f"{p}.mlp", h, args.intermediate_size)
+    return t

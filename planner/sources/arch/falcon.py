@@ -1,0 +1,74 @@
+"""Falcon 7B/40B/180B (`falcon`): fused QKV with multi-query or grouped KV, 4h plain MLP, parallel
+attention, LayerNorm with bias, tied embeddings.
+
+Shapes from transformers modeling_falcon.py: query_key_value is (heads + 2 kv) x head_dim wide under
+`new_decoder_architecture` (kv = num_kv_heads), hidden + 2 head_dim with `multi_query` (one KV head),
+else 3 x hidden; dense_h_to_4h/dense_4h_to_h use ffn_hidden_size (default 4 x hidden); `bias` on all
+linears; new_decoder_architecture layers have ln_attn + ln_mlp (num_ln_in_parallel_attn 2), older
+ones input_layernorm (+ post_attention_layernorm unless parallel_attn). FalconConfig inherits
+tie_word_embeddings=True. ALiBi variants (`alibi`) cache the same K/V.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ...core.spec import LayerSpec
+from .base import ArchSpec, BaseArgs, Tensors, config_dtype, finish, require_positive
+
+
+@dataclass
+class Args(BaseArgs):
+    """FalconConfig defaults."""
+
+    REQUIRED = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+    vocab_size: int = 65024
+    hidden_size: int = 4544
+    num_hidden_layers: int = 32
+    num_attention_heads: int = 71
+    num_kv_heads: int | None = None
+    multi_query: bool = True
+    new_decoder_architecture: bool = False
+    parallel_attn: bool = True
+    bias: bool = False
+    alibi: bool = False
+    ffn_hidden_size: int | None = None
+    num_ln_in_parallel_attn: int | None = None
+    max_position_embeddings: int = 2048
+    tie_word_embeddings: bool = True
+
+    @property
+    def intermediate_size(self) -> int:
+        return self.ffn_hidden_size or 4 * self.hidden_size
+
+
+def kv_heads(args: Args) -> int:
+    if args.new_decoder_architecture:
+        return args.num_kv_heads or args.num_attention_heads
+    return 1 if args.multi_query else args.num_attention_heads
+
+
+def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
+    require_positive(args, "hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", origin=origin)
+    h, nq = args.hidden_size, args.num_attention_heads
+    hd, nkv, ffn = h // nq, kv_heads(args), args.intermediate_size
+    dtype, known = config_dtype(args)
+    t = Tensors(dtype)
+    t.add("transformer.word_embeddings.weight", (args.vocab_size, h), "embedding")
+    two_ln = args.new_decoder_architecture and (args.num_ln_in_parallel_attn or 2) == 2
+    layers = []
+    for i in range(args.num_hidden_layers):
+        p = f"transformer.h.{i}"
+        t.linear(f"{p}.self_attention.query_key_value", h, (nq + 2 * nkv) * hd, "attention", args.bias)
+        t.linear(f"{p}.self_attention.dense", h, h, "attention", args.bias)
+        t.linear(f"{p}.mlp.dense_h_to_4h", h, ffn, "ffn", args.bias)
+        t.linear(f"{p}.mlp.dense_4h_to_h", ffn, h, "ffn", args.bias)
+        norms = ("ln_attn", "ln_mlp") if two_ln else (
+            ("input_layernorm",) if args.parallel_attn else ("input_layernorm", "post_attention_layernorm"))
+        for n in norms:
+            t.norm(f"{p}.{n}", h, bias=True)
+        layers.append(LayerSpec(q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd, ffn_width=ffn))
+    t.norm("transformer.ln_f", h, bias=True)
+    if not args.tie_word_embeddings:
+        t.add("lm_head.weight", (args.vocab_size, h), "lm_head")
+    return finish(args, t, layers, dtype_known=known)
