@@ -21,8 +21,9 @@ import typer
 import typer.main
 
 from .commands._common import app
+from .core.atomic import forget_inputs
 from .core.constants import is_debug
-from .core.errors import PlannerError
+from .core.errors import PlannerError, one_line
 from .core.version import __version__
 
 __all__ = ["app", "main"]
@@ -102,6 +103,7 @@ def main(argv: list[str] | None = None) -> None:
     if args[:1] == ["--version"]:  # answered before any command module is imported
         typer.echo(_version_line())
         sys.exit(0)
+    forget_inputs()  # a new run: only the files this run reads are protected from its outputs
     _register(_modules_for(args))
     # Always a group: with one command module imported, typer would otherwise run that command as the root.
     command = typer.main.get_group(app)
@@ -120,7 +122,25 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
     except KeyboardInterrupt:
         sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as e:  # the last line of defence: a bug or an unmapped failure, still one line, exit 2
+        if is_debug():
+            raise
+        typer.echo(f"error: {unexpected_line(e)}", err=True)
+        sys.exit(2)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def unexpected_line(e: BaseException) -> str:
+    """One printable line for an exception that is not a PlannerError: its type, its first line, the debug hint.
+
+    Why: a traceback is not an answer a CI log can use, and a hostile input must not be able to print pages
+    (or forge lines) through an unexpected exception; the full traceback is one variable away.
+    """
+    text = one_line(str(e).split("\n", 1)[0])[:300]
+    return (f"Unexpected {type(e).__name__}{': ' + text if text else ''} (a planner bug: please report it). "
+            f"Set SPEC_PLANNER_DEBUG=1 to see the traceback.")
 
 
 if __name__ == "__main__":

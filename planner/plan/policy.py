@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import engines
+from ..core.atomic import note_input
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K, JSON_MAX_BYTES
 from ..core.errors import ConfigError, PlannerError, UsageError
 from ..core.quant import parse_scheme
@@ -114,6 +115,7 @@ def load_policy(path: str | Path | None = None) -> Policy:
         size = p.stat().st_size
         if size > JSON_MAX_BYTES:  # refused before reading, not read whole and then measured
             raise ConfigError(f"Cannot read policy '{p}': {size} bytes is over the {JSON_MAX_BYTES}-byte limit.", p)
+        note_input(p)  # no output of this run may replace it (core/atomic.py)
         with p.open("rb") as fh:
             raw = fh.read(size + 1)
     except OSError as e:
