@@ -20,7 +20,9 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import stat
+import sys
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -56,13 +58,16 @@ def atomic_write(path: str | Path, data: str | bytes, *, inputs: Iterable[str | 
     """
     p = Path(path)
     raw = data.encode("utf-8", "backslashreplace") if isinstance(data, str) else data
+    fd = _std_fd(p)
+    if fd is not None:
+        return _write_fd(p, fd, raw)
     try:
         st = _stat(p)
         if st is not None and not stat.S_ISREG(st.st_mode):
             return _write_through(p, st, raw)
-        real = Path(os.path.realpath(p))
-        if st is not None and str(real).startswith(_PSEUDO_ROOTS):  # /dev/stdout redirected to a file
+        if st is not None and _via_pseudo(p):  # /dev/stdout redirected to a file: that file is the shell's
             return _write_through(p, st, raw)
+        real = Path(os.path.realpath(p))
         _refuse_inputs(p, real, inputs)
         _replace(real, raw)
     except OSError as e:
@@ -79,6 +84,43 @@ def _stat(p: Path) -> os.stat_result | None:
         return os.stat(p)
     except FileNotFoundError:
         return None
+
+
+def _std_fd(p: Path) -> int | None:
+    """The descriptor `/dev/stdout`, `/dev/stderr`, `/dev/fd/N` or `/proc/self/fd/N` names, else None.
+
+    Why write to the descriptor itself: opening the path makes a second file description with its own
+    offset, so what the command prints afterwards on stdout would overwrite the document.
+    """
+    m = re.fullmatch(r"/dev/(stdout|stderr)|/dev/fd/(\d{1,4})|/proc/self/fd/(\d{1,4})", str(p))
+    if m is None:
+        return None
+    return {"stdout": 1, "stderr": 2}[m.group(1)] if m.group(1) else int(m.group(2) or m.group(3))
+
+
+def _write_fd(p: Path, fd: int, raw: bytes) -> Path:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            stream.flush()  # what was printed before comes before the document
+    try:
+        view = memoryview(raw)
+        while view:
+            view = view[os.write(fd, view):]
+    except OSError as e:
+        raise UsageError(f"Cannot write '{p}': {e.strerror or e}.") from e
+    return p
+
+
+def _via_pseudo(p: Path) -> bool:
+    """True when `p` is, or its symlinks pass through, /dev or /proc (/dev/stdout -> /proc/self/fd/1 -> a file)."""
+    hop = os.path.abspath(p)
+    for _ in range(40):  # the kernel's own limit on symlink hops
+        if hop.startswith(_PSEUDO_ROOTS):
+            return True
+        if not os.path.islink(hop):
+            return False
+        hop = os.path.join(os.path.dirname(hop), os.readlink(hop))
+    return False
 
 
 def _refuse_inputs(p: Path, real: Path, inputs: Iterable[str | Path]) -> None:
