@@ -104,7 +104,7 @@ def test_hostile_mirror_never_writes_outside_the_cache_and_every_read_is_bounded
     with HostileHub({r: good for r in modes}, modes, escape) as hub:
         env = {"HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(cache), "SPEC_PLANNER_HUB_DEADLINE_S": "4"}
         t0 = time.perf_counter()
-        res = dict(zip(modes, run_planner([["memory", r, "--json"] for r in modes], env)))
+        res = dict(zip(modes, run_planner([["memory", r, "--json"] for r in modes], env), strict=True))
         elapsed = time.perf_counter() - t0
     # 1. names from the server never become paths: the ETag is not the blob name, a bad commit is refused
     assert res["acme/etag"]["code"] == 0, res["acme/etag"]
