@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core import paths
 from ..core.errors import IncompatiblePair, ModelNotFound, UsageError
 from ..probe import require_torch
 from ..probe.acceptance import MAX_PROMPT_TOKENS, Prompt
@@ -33,8 +34,8 @@ def check_model(ref: str) -> Path:
         HeaderError: a truncated or corrupt safetensors or GGUF file.
         SourceError: a folder without tokenizer files.
     """
-    p = Path(ref).expanduser()
-    if not p.exists():
+    p = paths.expand(ref)
+    if not paths.exists(p):
         raise ModelNotFound(f"Cannot bench '{ref}': no such file or folder (expected a local model folder with "
                             f"config.json and *.safetensors, or a .gguf file). Check the path.", p)
     if p.suffix == ".gguf" and p.is_file():

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 from tabulate import tabulate
 
+from ..core import paths
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
 from ..core.fmt import fmt_bytes
 from ..core.units import parse_batches, parse_bytes, parse_tokens
@@ -135,7 +135,7 @@ def recommend(
 
 
 def _is_path(ref: str) -> bool:
-    return Path(ref).expanduser().exists()
+    return paths.exists(ref)
 
 
 def _profile(path: str, spec: Any, cands: Any, m: Any, ctx: int, k_max: int) -> Any:

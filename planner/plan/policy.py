@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from .. import engines
+from ..core import paths
 from ..core.atomic import note_input
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K, JSON_MAX_BYTES
 from ..core.errors import ConfigError, PlannerError, UsageError
@@ -314,7 +315,7 @@ def _profiles(value: Any, origin: str, where: str) -> tuple[str | None, tuple[tu
         if not isinstance(p, str) or not p:
             raise ConfigError(f"Cannot use policy '{origin}': {where} {key} must be a file path (got {p!r:.40}).",
                               origin, key=key)
-        path = Path(p).expanduser()
+        path = paths.expand(p)
         return str(path if path.is_absolute() else base / path)
 
     if value is None:
