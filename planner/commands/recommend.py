@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 import typer
-from tabulate import tabulate
 
 from ..core import paths
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
-from ..core.fmt import fmt_bytes
+from ..core.errors import one_line
+from ..core.fmt import fmt_bytes, tabulate
 from ..core.units import parse_batches, parse_bytes, parse_tokens
 from ..drafting import DraftModel
 from ..fits.fit import default_layout
@@ -227,5 +227,5 @@ def recommendation_text(rec: Any) -> str:
     for key, value in c.launch.items():
         lines.append(f"{key}:")
         lines += [f"  {line}" for line in str(value).splitlines()]
-    lines += [f"note: {n}" for n in rec.notes]
+    lines += [f"note: {one_line(n)}" for n in rec.notes]
     return "\n".join(lines)
