@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..bench.decode import HFStepper
-from ..bench.models import check_model, encode_prompts, load_model
+from ..bench.models import check_memory, check_model, encode_prompts, load_model
 from ..bench.runner import BenchResult, bench_clock, choose_k, result_json, run_pair
 from ..core.constants import DEFAULT_MAX_K
 from ..core.errors import UsageError
@@ -73,8 +73,8 @@ def bench(
         raise UsageError(f"Cannot bench with --dtype '{dtype}' (expected f32, bf16 or f16).")
     dev = resolve_device(device)
     clock_fn = bench_clock(clock, dev)
-    for ref in (target, draft):  # every input checked before either model loads
-        check_model(ref)
+    checked = [check_model(ref) for ref in (target, draft)]  # every input checked before either model loads
+    check_memory(checked, device=dev, dtype=dt)
     plist = load_prompts(prompts)
     with cpu_threads(threads):
         res = _run(target, draft, dev=dev, dt=dt, k=kk, tokens=tokens, prompts=plist, max_prompts=max_prompts,
