@@ -115,7 +115,7 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo(f"error: {e}", err=True)
         sys.exit(2)
     except usage_errors as e:
-        e.show()
+        typer.echo(f"error: {usage_line(e)}", err=True)
         sys.exit(2)
     except aborts:
         typer.echo("aborted", err=True)
@@ -130,6 +130,19 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo(f"error: {unexpected_line(e)}", err=True)
         sys.exit(2)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def usage_line(e: BaseException) -> str:
+    """click's usage error as one line: its message and where the help is (click prints three lines).
+
+    Why: the contract of every exit 2 is one `error:` line, whatever the cause; a bad flag value (a
+    5000-digit --seed) quotes the value, and a CI log must not take it as several messages.
+    """
+    fmt = getattr(e, "format_message", None)
+    msg = one_line(fmt() if callable(fmt) else str(e))[:500].rstrip(".")
+    ctx = getattr(e, "ctx", None)
+    path = getattr(ctx, "command_path", None) or "planner"
+    return f"{msg}. See '{path} --help'."
 
 
 def unexpected_line(e: BaseException) -> str:

@@ -51,7 +51,7 @@ BatchesOpt = Annotated[str, typer.Option(
     "--batch", "-b", "--parallel", "-np",
     help="Concurrent sequences. A list (1,8,32,128) prices every plan at each and finds the crossover.")]
 KOpt = Annotated[int | None, typer.Option("--k", help="Judge every plan at this K (the one you deploy), even "
-                                                      "when it is slower; default: the best K.", min=1)]
+                                                      "when it is slower; default: the best K.", min=1, max=64)]
 DraftWeightsOpt = Annotated[str | None, typer.Option(
     "--draft-weights-dtype", help="The drafts' own weight format (default: as --weights-dtype).")]
 
