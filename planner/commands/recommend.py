@@ -198,7 +198,7 @@ def recommendation_json(rec: Any) -> dict[str, Any]:
 
 
 def recommendation_text(rec: Any) -> str:
-    lines = [f"target   {rec.target}", f"machine  {rec.machine}   engine {rec.engine}   context {rec.context:,}   "
+    lines = [f"target   {one_line(rec.target)}", f"machine  {one_line(rec.machine)}   engine {rec.engine}   context {rec.context:,}   "
              f"batch {rec.batch}",
              f"drafts   tokenizer family {rec.tokenizer_family or '?'} ({rec.tokenizer_match})", ""]
     rows = [[o.draft, o.kv_dtype, o.k, f"{o.speedup:.2f}x", f"{o.speedup_interval[0]:.2f}-{o.speedup_interval[1]:.2f}",
