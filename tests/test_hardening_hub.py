@@ -20,6 +20,7 @@ from pathlib import Path
 from .fuzz.harness import ROOT, run_planner
 from .hub_server import COMMIT, HubServer
 from .test_fuzz_hub import _tiny_repo, one_error_line
+from .test_hardening_inputs import PEAK_RSS
 
 
 class HostileHub(HubServer):
@@ -133,8 +134,8 @@ def test_sparse_refs_file_in_the_cache_is_not_read(tmp_path):
     refs.mkdir(parents=True)
     with open(refs / "main", "wb") as fh:
         fh.truncate(3 * 10**9)
-    code = ("import resource, sys\nfrom planner.cli import main\ntry:\n    main(['memory', 'acme/sparse'])\n"
-            "except SystemExit as e:\n    print('rc', e.code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+    code = (PEAK_RSS + "from planner.cli import main\ntry:\n    main(['memory', 'acme/sparse'])\n"
+            "except SystemExit as e:\n    print('rc', e.code, peak_kib())\n")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "SPEC_PLANNER"))}
     env.update(HF_HUB_CACHE=str(cache), HF_HUB_OFFLINE="1")
     t0 = time.perf_counter()

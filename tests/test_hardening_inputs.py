@@ -84,8 +84,10 @@ def _fake_tool(tmp_path: Path, script: str) -> dict[str, str]:
     return {"PATH": f"{bin_dir}:{os.environ.get('PATH', '')}"}
 
 
-_DETECT = ("import resource\nfrom planner.cli import main\ntry:\n    main(['machines', 'detect', '--json'])\n"
-           "except SystemExit as e:\n    print('rc', e.code, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)\n")
+# Peak RSS from VmHWM: ru_maxrss survives fork+exec on Linux, so a child of a big pytest reports its parent's.
+PEAK_RSS = "import re\ndef peak_kib():\n    return int(re.search(r'VmHWM:\\s+(\\d+)', open('/proc/self/status').read())[1])\n"
+_DETECT = (PEAK_RSS + "from planner.cli import main\ntry:\n    main(['machines', 'detect', '--json'])\n"
+           "except SystemExit as e:\n    print('rc', e.code, peak_kib())\n")
 
 
 def test_nvidia_smi_output_is_read_to_a_cap(tmp_path):

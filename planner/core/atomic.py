@@ -30,7 +30,8 @@ from pathlib import Path
 from .errors import UsageError
 
 _READ: set[str] = set()  # real paths of the files this run has read (note_input)
-_PSEUDO_ROOTS = ("/dev/", "/proc/")  # /dev/stdout -> /proc/self/fd/1 -> a pipe, a tty or the shell's file
+# /dev/stdout -> /proc/self/fd/1 -> a pipe, a tty or the shell's file (/dev/shm/x is a plain file: not here)
+_PSEUDO_ROOTS = ("/proc/", "/dev/fd/", "/dev/stdout", "/dev/stderr", "/dev/stdin")
 
 
 def note_input(path: str | Path) -> None:
@@ -112,7 +113,7 @@ def _write_fd(p: Path, fd: int, raw: bytes) -> Path:
 
 
 def _via_pseudo(p: Path) -> bool:
-    """True when `p` is, or its symlinks pass through, /dev or /proc (/dev/stdout -> /proc/self/fd/1 -> a file)."""
+    """True when `p` is, or its symlinks pass through, /proc or /dev/fd (/dev/stdout -> /proc/self/fd/1 -> a file)."""
     hop = os.path.abspath(p)
     for _ in range(40):  # the kernel's own limit on symlink hops
         if hop.startswith(_PSEUDO_ROOTS):
