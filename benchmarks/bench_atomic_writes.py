@@ -5,8 +5,8 @@ Not part of the default suite (it starts dozens of CLI processes). What it measu
 1. N writers started together, all writing `--junit out.xml`, while a reader re-reads the file as
    fast as it can: every read must be the old document or one whole new one (a torn read is one that
    is neither), the final file must parse, and no temp file may be left behind.
-2. M runs each interrupted with SIGINT at a random moment around when its write happens (the delay
-   is drawn around the median run time measured in part 1): the file must then be the old document,
+2. M runs each interrupted with SIGINT at a random moment late in the run, when its write happens (the
+   delay is drawn from 70-100 % of one writer's time alone): the file must then be the old document,
    whole, or (the signal came after the rename) a whole new one; never a partial one, never gone.
 
 Usage:
@@ -88,6 +88,13 @@ def concurrent_writers(work: Path, policy: Path, n: int) -> dict:
             "median_run_s": round(statistics.median(times), 3)}
 
 
+def solo_run_s(work: Path, policy: Path) -> float:
+    """How long one writer alone takes (the SIGINT delays are drawn around it)."""
+    t0 = time.perf_counter()
+    subprocess.run(_command(policy, work / "solo.xml"), capture_output=True, cwd=work, env=_env(), check=False)
+    return time.perf_counter() - t0
+
+
 def interrupted_writers(work: Path, policy: Path, m: int, around_s: float, rng: random.Random) -> dict:
     out = work / "interrupted.xml"
     outcome = {"old": 0, "new": 0, "torn": 0, "missing": 0}
@@ -96,14 +103,14 @@ def interrupted_writers(work: Path, policy: Path, m: int, around_s: float, rng: 
         out.write_text(OLD)
         p = subprocess.Popen(_command(policy, out), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=work,
                              env=_env())
-        time.sleep(max(0.0, rng.uniform(0.6, 1.05) * around_s))
+        time.sleep(max(0.0, rng.uniform(0.7, 1.0) * around_s))
         if p.poll() is None:
             p.send_signal(signal.SIGINT)
             interrupted += 1
         p.wait()
         outcome[_kind(out.read_bytes()) if out.exists() else "missing"] += 1
     leftovers = [f.name for f in work.iterdir() if f.name.startswith(".interrupted.xml.")]
-    return {"runs": m, "signalled_before_exit": interrupted, "old_survived": outcome["old"],
+    return {"runs": m, "solo_run_s": round(around_s, 3), "signalled_before_exit": interrupted, "old_survived": outcome["old"],
             "new_complete": outcome["new"], "torn_final": outcome["torn"], "lost": outcome["missing"],
             "leftover_temp_files": leftovers}
 
@@ -119,7 +126,8 @@ def main() -> int:
         policy = work / "planner.toml"
         policy.write_text(POLICY)
         part1 = concurrent_writers(work, policy, args.writers)
-        part2 = interrupted_writers(work, policy, args.interrupts, part1["median_run_s"], random.Random(args.seed))
+        solo = min(solo_run_s(work, policy) for _ in range(2))
+        part2 = interrupted_writers(work, policy, args.interrupts, solo, random.Random(args.seed))
     ok = (part1["torn_reads"] == 0 and part1["final"] == "new" and not part1["leftover_temp_files"]
           and part2["torn_final"] == 0 and part2["lost"] == 0 and not part2["leftover_temp_files"])
     print(json.dumps({"concurrent": part1, "sigint": part2, "ok": ok}, indent=2))
