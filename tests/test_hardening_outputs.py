@@ -158,3 +158,15 @@ def test_latin1_folder_name_is_written(tmp_path):
     dest = tmp_path / "r.md"
     atomic.atomic_write(dest, f"# {name}\n")
     assert dest.read_bytes() == b"# mod\\udce9le\n"
+
+
+def test_report_on_a_latin1_folder(tmp_path):
+    """`report` on a folder whose name is not UTF-8 used to crash in the atomic write (UnicodeEncodeError)."""
+    d = Path(os.fsdecode(bytes(tmp_path) + b"/mod\xe9le"))
+    d.mkdir()
+    (d / "config.json").write_text((CONFIGS / "SmolLM2-135M.json").read_text())
+    for out in (tmp_path / "r.md", tmp_path / "r.html"):
+        r = run_cli(["report", str(d), "--machine", "rtx-4090", "--out", str(out), "--no-plots"], [d], json_out=False)
+        assert r.code == 0, r
+        assert b"mod\\udce9le" in out.read_bytes() or b"mod\\xe9le" in out.read_bytes()
+        out.read_bytes().decode("utf-8")  # the document stays valid UTF-8
