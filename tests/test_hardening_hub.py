@@ -7,6 +7,7 @@ gzip, a server dripping one byte at a time, a redirect loop, and a sparse 3 GB `
 
 from __future__ import annotations
 
+import contextlib
 import gzip
 import json
 import os
@@ -146,3 +147,76 @@ def test_sparse_refs_file_in_the_cache_is_not_read(tmp_path):
     assert rc == "2" and int(rss_kib) < 400 * 1024, (r.stdout, r.stderr)
     lines = r.stderr.splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: ") and "acme/sparse" in lines[0], r.stderr
+
+
+class RandomHub(HubServer):
+    """Each repo answers with one drawn misbehaviour: lying headers, odd statuses, encodings and bodies."""
+
+    def __init__(self, repos, plans: dict[str, dict]) -> None:
+        self.plans = plans
+        super().__init__(repos)
+
+    def _handler(self):
+        base, server = super()._handler(), self
+
+        class Handler(base):
+            def _serve(self, head: bool) -> None:
+                repo = "/".join(self.path.lstrip("/").split("/")[:2])
+                plan = server.plans.get(repo)
+                if plan is None or not self.path.split("?")[0].endswith(plan["file"]):
+                    return super()._serve(head)
+                body = plan["body"]
+                self.send_response(plan["status"])
+                for k, v in plan["headers"].items():
+                    self.send_header(k, v)
+                self.send_header("Content-Length", str(plan.get("length", len(body))))
+                self.end_headers()
+                if not head:
+                    with contextlib.suppress(BrokenPipeError, ConnectionResetError):
+                        self.wfile.write(body)
+
+        return Handler
+
+
+def _plans(rng, good_config: bytes, n: int) -> dict[str, dict]:
+    names = ["../../../../x", "..", "/etc/passwd", "a" * 300, "\x00", "", "0" * 40, COMMIT, "ab/../../cd",
+             "W/\"../../y\"", "%2e%2e%2f%2e%2e%2fz"]
+    plans = {}
+    for i in range(n):
+        body = rng.choice([good_config, good_config[: len(good_config) // 2], b"\x1f\x8b" + os.urandom(64),
+                           gzip.compress(good_config), zlib.compress(b" " * (20 * 2**20)), b"", os.urandom(300)])
+        headers = {"ETag": '"' + rng.choice(names) + '"', "X-Repo-Commit": rng.choice(names)}
+        if rng.random() < 0.5:
+            headers["Content-Encoding"] = rng.choice(["gzip", "deflate", "br", "identity", "x-what"])
+        if rng.random() < 0.2:
+            headers["Location"] = rng.choice(["/", "http://127.0.0.1:1/", "../../../x", "//evil"])
+        if rng.random() < 0.2:
+            headers["X-Linked-Size"] = rng.choice(["-1", "99999999999999999999", "abc"])
+        status = rng.choice([200, 200, 200, 206, 302, 307, 404, 416, 500, 429])
+        plans[f"rnd/r{i}"] = {"file": rng.choice(["config.json", "tokenizer.json", "model.safetensors"]),
+                             "body": body, "headers": headers, "status": status,
+                             **({"length": rng.choice([0, 1, len(body) + 10])} if rng.random() < 0.3 else {})}
+    return plans
+
+
+def test_random_hostile_mirrors_never_escape_the_cache_or_trace(tmp_path):
+    """Independent draws of the same classes (seeded, not the files above): exit 0/1/2, one line, all in the cache."""
+    import random
+
+    good, _ = _tiny_repo(tmp_path)
+    plans = _plans(random.Random(19), good["config.json"], 24)
+    cache = tmp_path / "cache"
+    with RandomHub({r: good for r in plans}, plans) as hub:
+        env = {"HF_ENDPOINT": hub.url, "HF_HUB_CACHE": str(cache), "SPEC_PLANNER_HUB_DEADLINE_S": "5"}
+        t0 = time.perf_counter()
+        results = run_planner([["memory", r, "--json"] for r in plans], env)
+        assert time.perf_counter() - t0 < 120
+    for r, res in zip(plans, results, strict=True):
+        assert res["code"] in (0, 1, 2), (r, plans[r]["headers"], res)
+        if res["code"] == 2:
+            assert len(res["err"].splitlines()) == 1 and res["err"].startswith("error: "), (r, res)
+    real = str(cache.resolve())
+    for f in cache.rglob("*"):
+        assert str(f.resolve()).startswith(real), f
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [*(p.name for p in tmp_path.glob("*.safetensors")), "cache"])
