@@ -199,3 +199,15 @@ def test_fuzzed_folder_names_never_forge_lines(tmp_path):
         (d / "config.json").write_text(json.dumps(json.loads((CONFIGS / "SmolLM2-135M.json").read_text())))
         r = run_cli(["memory", str(d)], [d], json_out=False)
         assert r.code == 0 and all(ln.isprintable() for ln in r.out.splitlines()), (name, r.out)
+
+
+@pytest.mark.parametrize("extra", ['profile = "~nosuchuser/p.json"', 'profile = "' + "p" * 300 + '.json"',
+                                   'machine = "~nosuchuser/m.json"'])
+def test_policy_paths_that_cannot_be_looked_at(tmp_path, extra):
+    machine = "" if extra.startswith("machine") else 'machine = "h100-sxm"\n'
+    pol = tmp_path / "planner.toml"
+    pol.write_text(f'[[deployment]]\nname = "c"\ntarget = "llama-3.1-8b-instruct"\n{machine}engine = "vllm"\n'
+                   f"{extra}\n")
+    for argv in (["check", "--config", str(pol)], ["report", "--config", str(pol), "--out", str(tmp_path / "r.md")]):
+        r = run_cli(argv, [pol], json_out=False)
+        assert r.code == 2 and ("not found" in r.err or "No such file" in r.err or "too long" in r.err), r
