@@ -211,3 +211,14 @@ def test_policy_paths_that_cannot_be_looked_at(tmp_path, extra):
     for argv in (["check", "--config", str(pol)], ["report", "--config", str(pol), "--out", str(tmp_path / "r.md")]):
         r = run_cli(argv, [pol], json_out=False)
         assert r.code == 2 and ("not found" in r.err or "No such file" in r.err or "too long" in r.err), r
+
+
+def test_gguf_general_name_cannot_forge_lines(tmp_path):
+    g = base_model()
+    g.kvs = [KV(k.key, k.vtype, "x\nerror: forged\x1b[2J") if k.key == "general.name" else k for k in g.kvs]
+    path = tmp_path / "named.gguf"
+    path.write_bytes(encode(g))
+    for argv in (["memory", str(path)], ["fit", str(path), "--machine", "rtx-4090"], ["pair", str(path), str(path)]):
+        r = run_cli(argv, [path], json_out=False)
+        assert r.code in (0, 1), r
+        assert all(ln.isprintable() and not ln.lstrip().startswith("error:") for ln in r.out.splitlines()), r.out
