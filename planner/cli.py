@@ -21,8 +21,9 @@ import typer
 import typer.main
 
 from .commands._common import app
+from .core.atomic import forget_inputs
 from .core.constants import is_debug
-from .core.errors import PlannerError
+from .core.errors import PlannerError, one_line
 from .core.version import __version__
 
 __all__ = ["app", "main"]
@@ -102,6 +103,7 @@ def main(argv: list[str] | None = None) -> None:
     if args[:1] == ["--version"]:  # answered before any command module is imported
         typer.echo(_version_line())
         sys.exit(0)
+    forget_inputs()  # a new run: only the files this run reads are protected from its outputs
     _register(_modules_for(args))
     # Always a group: with one command module imported, typer would otherwise run that command as the root.
     command = typer.main.get_group(app)
@@ -113,14 +115,45 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo(f"error: {e}", err=True)
         sys.exit(2)
     except usage_errors as e:
-        e.show()
+        typer.echo(f"error: {usage_line(e)}", err=True)
         sys.exit(2)
     except aborts:
         typer.echo("aborted", err=True)
         sys.exit(130)
     except KeyboardInterrupt:
         sys.exit(130)
+    except SystemExit:
+        raise
+    except Exception as e:  # the last line of defence: a bug or an unmapped failure, still one line, exit 2
+        if is_debug():
+            raise
+        typer.echo(f"error: {unexpected_line(e)}", err=True)
+        sys.exit(2)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def usage_line(e: BaseException) -> str:
+    """click's usage error as one line: its message and where the help is (click prints three lines).
+
+    Why: the contract of every exit 2 is one `error:` line, whatever the cause; a bad flag value (a
+    5000-digit --seed) quotes the value, and a CI log must not take it as several messages.
+    """
+    fmt = getattr(e, "format_message", None)
+    msg = one_line(fmt() if callable(fmt) else str(e))[:500].rstrip(".")
+    ctx = getattr(e, "ctx", None)
+    path = getattr(ctx, "command_path", None) or "planner"
+    return f"{msg}. See '{path} --help'."
+
+
+def unexpected_line(e: BaseException) -> str:
+    """One printable line for an exception that is not a PlannerError: its type, its first line, the debug hint.
+
+    Why: a traceback is not an answer a CI log can use, and a hostile input must not be able to print pages
+    (or forge lines) through an unexpected exception; the full traceback is one variable away.
+    """
+    text = one_line(str(e).split("\n", 1)[0])[:300]
+    return (f"Unexpected {type(e).__name__}{': ' + text if text else ''} (a planner bug: please report it). "
+            f"Set SPEC_PLANNER_DEBUG=1 to see the traceback.")
 
 
 if __name__ == "__main__":

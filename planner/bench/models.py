@@ -10,15 +10,19 @@ from __future__ import annotations
 
 import contextlib
 import io
+import math
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ..core import paths
 from ..core.errors import IncompatiblePair, ModelNotFound, UsageError
 from ..probe import require_torch
 from ..probe.acceptance import MAX_PROMPT_TOKENS, Prompt
+from ..probe.device import available_bytes
 from ..probe.real import check_local_model, check_tokenizer, load_causal_lm, load_errors, load_tokenizer
 from ..sources.gguf_header import read_header as read_gguf_header
+from ..sources.safetensors import read_dir_tensors
 
 
 def check_model(ref: str) -> Path:
@@ -33,8 +37,8 @@ def check_model(ref: str) -> Path:
         HeaderError: a truncated or corrupt safetensors or GGUF file.
         SourceError: a folder without tokenizer files.
     """
-    p = Path(ref).expanduser()
-    if not p.exists():
+    p = paths.expand(ref)
+    if not paths.exists(p):
         raise ModelNotFound(f"Cannot bench '{ref}': no such file or folder (expected a local model folder with "
                             f"config.json and *.safetensors, or a .gguf file). Check the path.", p)
     if p.suffix == ".gguf" and p.is_file():
@@ -45,6 +49,37 @@ def check_model(ref: str) -> Path:
                          f"folder with config.json and *.safetensors, or a .gguf file). Pass one of those.")
     check_local_model(p)
     return check_tokenizer(p)
+
+
+_ITEMSIZE = {"F32": 4, "BF16": 2, "F16": 2}  # the bench loads every weight in its --dtype (GGUF de-quantised)
+
+
+def weights_bytes(path: Path, dtype: str) -> int:
+    """Bytes the weights of a checked model take once loaded in `dtype`: numel from the headers x itemsize.
+
+    Why from headers: a header-only safetensors file can claim 24 GB of weights in a few kB; loading it
+    would fault in every page. Counted before anything is loaded, so the bench refuses it instead.
+    """
+    size = _ITEMSIZE[dtype]
+    if path.suffix == ".gguf":
+        return sum(t.numel for t in read_gguf_header(path).tensors) * size
+    found = read_dir_tensors(path)
+    return sum(math.prod(shape) for _, _, shape in (found[0] if found else [])) * size
+
+
+def check_memory(models: Sequence[Path], *, device: str, dtype: str) -> None:
+    """Refuse before loading when the models' weights do not fit the memory free on `device`.
+
+    Raises:
+        UsageError: weights (both models, in `dtype`) over the probe's memory allowance
+            (free memory x PROBE_MEMORY_FRACTION, less PROBE_MEMORY_RESERVE_BYTES).
+    """
+    need = sum(weights_bytes(p, dtype) for p in models)
+    have = available_bytes(device)
+    if need > have:
+        raise UsageError(f"Cannot bench on {device}: the weights take {need:,} bytes in {dtype} (from the "
+                         f"safetensors/GGUF headers), more than the {have:,} bytes free for it. Use --dtype bf16, "
+                         f"a smaller pair, or a device with more memory.")
 
 
 def load_model(ref: str, *, device: str, dtype: str = "F32") -> tuple[Any, Any]:

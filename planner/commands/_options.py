@@ -16,11 +16,15 @@ RevisionOpt = Annotated[str | None, typer.Option("--revision", help="Hub revisio
 
 # --- memory settings -----------------------------------------------------------------------------
 ContextOpt = Annotated[str, typer.Option("--context", "-c", help="Tokens per sequence (e.g. 8192 or 8k).")]
-BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.", min=1)]
+# Upper bounds on every number: an absurd value (10^12 sequences, a 5000-digit seed) is refused (exit 2)
+# rather than answered; the bounds are far past any real deployment.
+MAX_BATCH = 9_999_999  # as parse_batches: at most 7 digits
+BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.", min=1, max=MAX_BATCH)]
 # llama.cpp spellings beside the planner's: --parallel N is --batch N (N sequences, one slot each), -cd is
 # the draft's own context (llama-server --ctx-size-draft; default: the target's context per sequence).
 ParallelBatchOpt = Annotated[int, typer.Option("--batch", "-b", "--parallel", "-np",
-                                               help="Concurrent sequences (llama.cpp --parallel slots).", min=1)]
+                                               help="Concurrent sequences (llama.cpp --parallel slots).", min=1,
+                                               max=MAX_BATCH)]
 DraftContextOpt = Annotated[str | None, typer.Option(
     "--draft-context", "-cd", help="The draft's own context per sequence (llama.cpp -cd; default: --context).")]
 EngineAutoOpt = Annotated[str, typer.Option(
@@ -30,19 +34,20 @@ KvDtypeOpt = Annotated[str | None, typer.Option("--kv-dtype",
                                                 help="KV cache type: auto, f16, bf16, fp8, q8_0, q4_0, ...")]
 WeightsDtypeOpt = Annotated[str | None, typer.Option(
     "--weights-dtype", help="Re-size weights as bf16, fp16, fp8, int8, int4 (GPTQ/AWQ), nf4, mxfp4, q8_0, q4_k...")]
-GroupSizeOpt = Annotated[int, typer.Option("--group-size", help="Quantisation group size (int4, fp8 blocks).")]
+GroupSizeOpt = Annotated[int, typer.Option("--group-size", help="Quantisation group size (int4, fp8 blocks).",
+                                           min=1, max=1 << 20)]
 OverheadOpt = Annotated[str | None, typer.Option("--overhead", help="Runtime overhead per device, e.g. 1GiB.")]
 
 # --- machine and layout --------------------------------------------------------------------------
 MachineOpt = Annotated[str | None, typer.Option(
     "--machine", "-m", help="auto (detect this host), a catalog name (planner machines list) or a JSON file.")]
 GpuMemoryOpt = Annotated[str | None, typer.Option("--gpu-memory", help="Memory per device, e.g. 24GiB or 80GB.")]
-GpusOpt = Annotated[int | None, typer.Option("--gpus", help="Number of devices (GPUs).", min=1)]
+GpusOpt = Annotated[int | None, typer.Option("--gpus", help="Number of devices (GPUs).", min=1, max=1024)]
 UtilizationOpt = Annotated[float | None, typer.Option(
     "--utilization", help="Share of each device the engine may use (default: vLLM 0.9, else 1.0; Apple: the Metal "
                           "working set; CPU: RAM after OS headroom).")]
-TpOpt = Annotated[int | None, typer.Option("--tp", help="Tensor-parallel size.", min=1)]
-PpOpt = Annotated[int | None, typer.Option("--pp", help="Pipeline-parallel size (layer split).", min=1)]
+TpOpt = Annotated[int | None, typer.Option("--tp", help="Tensor-parallel size.", min=1, max=1024)]
+PpOpt = Annotated[int | None, typer.Option("--pp", help="Pipeline-parallel size (layer split).", min=1, max=1024)]
 
 # --- speculation (recommend, report, probe) ------------------------------------------------------
 RecEngineOpt = Annotated[str, typer.Option(
@@ -54,7 +59,8 @@ AcceptanceOpt = Annotated[str | None, typer.Option(
                          "tau=2.8@4.")]
 MaxKOpt = Annotated[int, typer.Option("--max-k", help="Largest K (tokens drafted per round) considered.",
                                       min=1, max=32)]
-TemperatureOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature (0 = greedy).", min=0)]
+TemperatureOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature (0 = greedy).", min=0,
+                                               max=100)]
 
 # --- policies (check, report) --------------------------------------------------------------------
 ConfigOpt = Annotated[str | None, typer.Option(

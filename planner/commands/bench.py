@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 
 from ..bench.decode import HFStepper
-from ..bench.models import check_model, encode_prompts, load_model
+from ..bench.models import check_memory, check_model, encode_prompts, load_model
 from ..bench.runner import BenchResult, bench_clock, choose_k, result_json, run_pair
 from ..core.constants import DEFAULT_MAX_K
 from ..core.errors import UsageError
@@ -25,10 +25,12 @@ KOpt = Annotated[str, typer.Option("--k", help="Tokens drafted per round, or 'au
 TokensOpt = Annotated[int, typer.Option("--tokens", help="New tokens per prompt.", min=1, max=4096)]
 PromptsOpt = Annotated[str | None, typer.Option("--prompts", help="Prompts file (JSON or one per line); default: "
                                                                   "the bundled calibration set.")]
-MaxPromptsOpt = Annotated[int, typer.Option("--max-prompts", help="Use at most this many prompts.", min=1)]
-RepeatsOpt = Annotated[int, typer.Option("--repeats", help="Timed repeats (median); one warm-up before.", min=1)]
+MaxPromptsOpt = Annotated[int, typer.Option("--max-prompts", help="Use at most this many prompts.", min=1,
+                                            max=100_000)]
+RepeatsOpt = Annotated[int, typer.Option("--repeats", help="Timed repeats (median); one warm-up before.", min=1,
+                                         max=1000)]
 TempOpt = Annotated[float, typer.Option("--temperature", help="0 = greedy (output must equal the target's).",
-                                        min=0)]
+                                        min=0, max=100)]
 DeviceOpt = Annotated[str, typer.Option("--device", help="cpu | cuda | mps | auto.")]
 DtypeOpt = Annotated[str, typer.Option("--dtype", help="f32 | bf16 | f16 (compute dtype of both models).")]
 ClockOpt = Annotated[str, typer.Option("--clock", help="wall | thread (CPU time of one torch thread: immune to "
@@ -73,8 +75,8 @@ def bench(
         raise UsageError(f"Cannot bench with --dtype '{dtype}' (expected f32, bf16 or f16).")
     dev = resolve_device(device)
     clock_fn = bench_clock(clock, dev)
-    for ref in (target, draft):  # every input checked before either model loads
-        check_model(ref)
+    checked = [check_model(ref) for ref in (target, draft)]  # every input checked before either model loads
+    check_memory(checked, device=dev, dtype=dt)
     plist = load_prompts(prompts)
     with cpu_threads(threads):
         res = _run(target, draft, dev=dev, dt=dt, k=kk, tokens=tokens, prompts=plist, max_prompts=max_prompts,

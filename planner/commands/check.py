@@ -100,7 +100,8 @@ def check(
     policy = load_policy(config)
     report = C.check(policy, machines=split_values(machine), deployments=split_values(deployment))
     if junit:
-        inputs = [policy.path, *(a.scenario.profile_path for a in report.assessments if a.scenario.profile_path)]
+        inputs = [policy.path, *(p for a in report.assessments for p in (a.scenario.profile_path, a.scenario.target_ref,
+                                                                          a.scenario.draft_ref) if p)]
         atomic_write(junit, render_junit(junit_cases(report), name=f"planner check ({policy.path})"), inputs=inputs)
     if as_json:
         emit(check_json(report))

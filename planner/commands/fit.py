@@ -42,7 +42,8 @@ from ._options import (
 )
 
 DraftDeviceOpt = Annotated[int | None, typer.Option(
-    "--draft-device", help="Put the whole draft on this device index (default: split like the target).", min=0)]
+    "--draft-device", help="Put the whole draft on this device index (default: split like the target).", min=0,
+    max=1023)]
 DRAFT_CANDIDATES_MAX = 64
 
 

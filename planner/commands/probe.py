@@ -35,7 +35,7 @@ ProbeDtypeOpt = Annotated[str | None, typer.Option("--dtype", help="f32 | f16 | 
 MaxKOpt = Annotated[int, typer.Option("--max-k", help="Largest K: t_v(n) is measured for n = 1..K+1.",
                                       min=1, max=64)]
 BudgetOpt = Annotated[float | None, typer.Option("--budget-s", help="Cap on the whole probe, seconds "
-                                                 "(default 60 on CPU, 120 on cuda/mps).")]
+                                                 "(default 60 on CPU, 120 on cuda/mps).", min=0.1, max=86_400)]
 OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Write the machine profile (JSON) here.")]
 ImportOpt = Annotated[list[Path] | None, typer.Option(
     "--import", help="llama-bench / llama-batched-bench output or an n,seconds CSV (no torch needed).")]
@@ -48,7 +48,7 @@ NewTokensOpt = Annotated[int, typer.Option("--new-tokens", help="Continuation le
 ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads for torch or llama.cpp, 1..the CPU "
                                                                   "count (default: the library's).")]
 RepeatsOpt = Annotated[int, typer.Option("--repeats", help="Timed repeats per point (median).", min=1, max=1000)]
-SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for weights, caches and sampling.")]
+SeedOpt = Annotated[int, typer.Option("--seed", help="Seed for weights, caches and sampling.", min=0, max=2**32 - 1)]
 ClockOpt = Annotated[str, typer.Option("--clock", help="wall (default) | thread: this thread's CPU time, for "
                                        "--device cpu --threads 1 on a busy machine.")]
 BackendOpt = Annotated[str, typer.Option("--backend", help="torch (default) | llamacpp: time .gguf files through "

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from tabulate import tabulate
 
+from ..core import paths
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
-from ..core.fmt import fmt_bytes
+from ..core.errors import one_line
+from ..core.fmt import fmt_bytes, tabulate
 from ..core.units import parse_batches, parse_bytes, parse_tokens
 from ..drafting import DraftModel
 from ..fits.fit import default_layout
@@ -51,7 +51,7 @@ BatchesOpt = Annotated[str, typer.Option(
     "--batch", "-b", "--parallel", "-np",
     help="Concurrent sequences. A list (1,8,32,128) prices every plan at each and finds the crossover.")]
 KOpt = Annotated[int | None, typer.Option("--k", help="Judge every plan at this K (the one you deploy), even "
-                                                      "when it is slower; default: the best K.", min=1)]
+                                                      "when it is slower; default: the best K.", min=1, max=64)]
 DraftWeightsOpt = Annotated[str | None, typer.Option(
     "--draft-weights-dtype", help="The drafts' own weight format (default: as --weights-dtype).")]
 
@@ -135,7 +135,7 @@ def recommend(
 
 
 def _is_path(ref: str) -> bool:
-    return Path(ref).expanduser().exists()
+    return paths.exists(ref)
 
 
 def _profile(path: str, spec: Any, cands: Any, m: Any, ctx: int, k_max: int) -> Any:
@@ -198,7 +198,7 @@ def recommendation_json(rec: Any) -> dict[str, Any]:
 
 
 def recommendation_text(rec: Any) -> str:
-    lines = [f"target   {rec.target}", f"machine  {rec.machine}   engine {rec.engine}   context {rec.context:,}   "
+    lines = [f"target   {one_line(rec.target)}", f"machine  {one_line(rec.machine)}   engine {rec.engine}   context {rec.context:,}   "
              f"batch {rec.batch}",
              f"drafts   tokenizer family {rec.tokenizer_family or '?'} ({rec.tokenizer_match})", ""]
     rows = [[o.draft, o.kv_dtype, o.k, f"{o.speedup:.2f}x", f"{o.speedup_interval[0]:.2f}-{o.speedup_interval[1]:.2f}",
@@ -227,5 +227,5 @@ def recommendation_text(rec: Any) -> str:
     for key, value in c.launch.items():
         lines.append(f"{key}:")
         lines += [f"  {line}" for line in str(value).splitlines()]
-    lines += [f"note: {n}" for n in rec.notes]
+    lines += [f"note: {one_line(n)}" for n in rec.notes]
     return "\n".join(lines)

@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..core import paths
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
 from ..core.errors import UsageError
 from ..core.fmt import fmt_bytes
@@ -194,7 +195,7 @@ def report(
                              k=k, max_k=max_k, temperature=temperature)
         source, inputs = "command line", []
     inputs += [p for sc in scs for p in (sc.profile_path, sc.target_ref, sc.draft_ref)
-               if p and Path(p).expanduser().exists()]
+               if p and paths.exists(p)]
     sections = R.build(scs, plots=not no_plots, judge=config is not None)
     subtitle = (f"spec-planner {__version__}; {source}; {len(sections)} deployment x machine section(s). Figures "
                 f"labelled roofline are bounds from catalog figures, not measurements.")

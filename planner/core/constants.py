@@ -32,6 +32,19 @@ def is_debug() -> bool:
     return _is_true(os.environ.get("SPEC_PLANNER_DEBUG"))
 
 
+def hub_deadline_s() -> float:
+    """SPEC_PLANNER_HUB_DEADLINE_S: the total time one Hub fetch may take, all requests and retries together.
+
+    Default HUB_DEADLINE_S; a positive number of seconds (tests shorten it), anything else is the default.
+    """
+    raw = (os.environ.get("SPEC_PLANNER_HUB_DEADLINE_S") or "").strip()
+    try:
+        value = float(raw[:32]) if raw else HUB_DEADLINE_S
+    except ValueError:
+        return HUB_DEADLINE_S
+    return value if 0 < value <= HUB_DEADLINE_S else HUB_DEADLINE_S
+
+
 def hf_token() -> str | None:
     """HF_TOKEN, passed to huggingface_hub for gated repos (None lets the hub find its own)."""
     return os.environ.get("HF_TOKEN") or None
@@ -93,6 +106,11 @@ HUB_TIMEOUT_S = 10.0
 HUB_RETRIES = 1
 # First ranged read of a remote safetensors file: most headers fit in 100 kB (huggingface_hub uses the same).
 HUB_FIRST_READ_BYTES = 100_000
+# The whole Hub fetch of one model (HEADs, side files, headers, the retry) ends by this deadline, however
+# slowly a server drips its bytes: a per-read timeout alone lets 1 byte every 2 s run for hours.
+HUB_DEADLINE_S = 45.0
+# refs/<revision> in the HF cache holds a 40-hex commit; anything longer is not a ref (read no more).
+HF_REF_MAX_BYTES = 256
 
 # --- engine facts live in planner/engines/<engine>.py, each with its source ----------
 
@@ -127,6 +145,8 @@ GGUF_MAX_KV = 1 << 20
 GGUF_MAX_TENSORS = 1 << 20
 GGUF_MAX_STRING_BYTES = 64 * MiB
 GGUF_MAX_ARRAY_LEN = 1 << 24  # = MAX_VOCAB: the largest array a real file holds is its vocabulary
+GGUF_MAX_NESTED_ARRAYS = 1 << 16  # an array of arrays: none in a real file is long; each costs a Python call
+GGUF_MAX_HEADER_BYTES = 256 * MiB  # bytes of a local GGUF read for its header (real ones: a few MB)
 GGUF_MAX_ARRAY_DEPTH = 3  # arrays of arrays (gguf-py writes them; llama.cpp itself rejects them)
 GGUF_MAX_TENSOR_DIMS = 4  # GGML_MAX_DIMS (ggml/include/ggml.h)
 GGUF_MAX_SPLITS = 1024  # split.count is a u16 in gguf-split; no published model needs more

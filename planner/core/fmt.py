@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from .errors import one_line
+
 
 def fmt_bytes(n: int | float | None) -> str:
     """Bytes for people: binary units, 2 decimals (GiB), or '-'.
@@ -55,4 +57,8 @@ def tabulate(rows: Any, headers: Any = (), **kwargs: Any) -> str:
     """
     from tabulate import tabulate as _tabulate
 
+    # Cells quote model names and file paths: a newline or escape in one must not forge a line of output.
+    rows = [[one_line(c) if isinstance(c, str) else c for c in row] for row in rows]
+    headers = [one_line(h) if isinstance(h, str) else h for h in headers] if isinstance(headers, (list, tuple)) \
+        else headers
     return _tabulate(rows, headers=headers, **kwargs)

@@ -13,6 +13,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
+from .atomic import note_input
 from .constants import JSON_MAX_BYTES
 from .errors import ConfigError
 
@@ -79,6 +80,7 @@ def read_json(path: str | Path, *, max_bytes: int = JSON_MAX_BYTES, what: str = 
         if size > max_bytes:
             raise ConfigError(f"Cannot read {what} '{p}': {size} bytes is larger than the {max_bytes}-byte "
                               f"limit for this kind of file.", p)
+        note_input(p)  # no output of this run may replace it (core/atomic.py)
         with p.open("rb") as fh:
             data = fh.read(size + 1)  # read(n) allocates n bytes up front: never ask for the cap itself
         if len(data) > size:

@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from ..core.errors import one_line
 from ..core.spec import CHUNKED, SLIDING, LayerSpec, ModelSpec, TokenizerFingerprint
 
 # Confidence of a pairing verdict: what the engine itself compares was read ("exact"), catalog
@@ -32,14 +33,32 @@ def pad(n: int, to: int) -> int:
 
 
 def quote(s: str) -> str:
-    """One shell word (launch commands are pasted into a shell)."""
-    return shlex.quote(s)
+    """One shell word on one line (launch commands are pasted into a shell).
+
+    A word with a newline, an escape or a byte that is not UTF-8 (a surrogate from a Latin-1 folder
+    name) is written in bash's $'...' quoting, so a hostile folder name cannot start a line of its own.
+    """
+    if s.isprintable():
+        return shlex.quote(s)
+    return "$'" + "".join(_ansi_c(c) for c in s) + "'"
+
+
+def _ansi_c(c: str) -> str:
+    if c in "\\'":
+        return "\\" + c
+    if c.isprintable():
+        return c
+    o = ord(c)
+    if 0xDC80 <= o <= 0xDCFF:  # surrogateescape: the original byte
+        return f"\\x{o - 0xDC00:02x}"
+    return f"\\x{o:02x}" if o < 0x80 else f"\\u{o:04x}" if o <= 0xFFFF else f"\\U{o:08x}"
 
 
 def with_notes(out: dict[str, str], notes: list[str]) -> dict[str, str]:
-    """A launch answer with its notes joined under "note" (absent when there are none)."""
+    """A launch answer with its notes joined under "note" (absent when there are none), on one line:
+    notes quote model paths, and a newline in one must not forge a line of output."""
     if notes:
-        out["note"] = "; ".join(notes)
+        out["note"] = one_line("; ".join(notes))
     return out
 
 

@@ -13,10 +13,13 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
+import time
 from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
@@ -28,6 +31,7 @@ from .machine import FLOP_DTYPES, Device, Machine, apple_working_set_fraction
 from .machine_catalog import match_catalog
 
 NVIDIA_SMI_QUERY = ("nvidia-smi", "--query-gpu=index,name,memory.total,memory.free", "--format=csv,noheader,nounits")
+_UINT = re.compile(r"^[0-9]{1,12}$")  # an nvidia-smi index or MiB figure
 CPU_DEFAULT_GHZ = 3.0  # assumed clock when psutil cannot read one (containers often hide it)
 
 
@@ -38,12 +42,42 @@ def _run(cmd: Sequence[str]) -> str | None:
     if shutil.which(cmd[0]) is None:
         return None
     try:
-        proc = subprocess.run(list(cmd), capture_output=True, timeout=DETECT_TIMEOUT_S, check=False)
+        proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
     except (OSError, subprocess.SubprocessError):
         return None
-    if proc.returncode != 0:
+    try:
+        # Read at most the cap: capture_output would hold all of a runaway tool's output (3 GB -> 6 GB RSS).
+        out = _read_capped(proc.stdout, DETECT_OUTPUT_MAX_BYTES + 1, time.monotonic() + DETECT_TIMEOUT_S)
+        if len(out) > DETECT_OUTPUT_MAX_BYTES:
+            raise MachineError(f"Cannot read {cmd[0]} output: more than {DETECT_OUTPUT_MAX_BYTES} bytes (expected "
+                               f"one short line per device). Run {cmd[0]} by hand to check the driver.")
+        rc = proc.wait(timeout=max(0.1, DETECT_TIMEOUT_S))
+    except subprocess.TimeoutExpired:
         return None
-    return proc.stdout[:DETECT_OUTPUT_MAX_BYTES].decode("utf-8", "replace")
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+    return out.decode("utf-8", "replace") if rc == 0 else None
+
+
+def _read_capped(pipe: Any, limit: int, deadline: float) -> bytes:
+    """Up to `limit` bytes of `pipe`, stopping at end of file or at `deadline` (time.monotonic)."""
+    import selectors  # here: only machine detection reads a pipe
+
+    buf = bytearray()
+    with selectors.DefaultSelector() as sel:
+        sel.register(pipe, selectors.EVENT_READ)
+        while len(buf) < limit:
+            left = deadline - time.monotonic()
+            if left <= 0 or not sel.select(left):
+                raise subprocess.TimeoutExpired("detect", DETECT_TIMEOUT_S)
+            chunk = os.read(pipe.fileno(), min(65536, limit - len(buf)))
+            if not chunk:
+                break
+            buf += chunk
+    return bytes(buf)
 
 
 def _virtual_memory() -> tuple[int, int]:
@@ -113,11 +147,11 @@ def parse_nvidia_smi(text: str) -> list[Device]:
                                f"memory.total, memory.free'. Run nvidia-smi by hand to check the driver.")
         index, name = head[0].strip(), head[1].strip()
         total, free = parts[1], parts[2]
-        if not index.isdigit() or not total.isdigit():
+        if not _UINT.match(index) or not _UINT.match(total):  # ASCII: '²' or '٣' is isdigit() but not a count
             raise MachineError(f"Cannot read nvidia-smi output line '{line}': index and memory.total must be "
                                f"integers (got '{index}', '{total}').")
         devices.append(Device(int(index), name, "gpu", int(total) * MiB,
-                              int(free) * MiB if free.isdigit() else None))
+                              int(free) * MiB if _UINT.match(free) else None))
     return devices
 
 

@@ -9,8 +9,8 @@ so neither of those needs the other's import.
 from __future__ import annotations
 
 import difflib
-from pathlib import Path
 
+from ..core import paths
 from ..core.errors import MachineError
 from .machine import Machine, custom_gpu, with_overrides
 from .machine_catalog import catalog_entries, machine_from_entry, read_entry
@@ -26,9 +26,9 @@ def get_machine(ref: str) -> Machine:
     key = ref.strip()
     if key.lower() == "auto":
         return detect()
-    p = Path(key).expanduser()
-    if key.endswith(".json") or p.is_file():
-        if not p.is_file():
+    p = paths.expand(key)
+    if key.endswith(".json") or paths.is_file(p):
+        if not paths.is_file(p):
             raise MachineError(f"Cannot read machine from '{key}': file not found. Give a catalog name "
                                f"(planner machines list) or an existing JSON file.")
         return machine_from_entry(read_entry(p), str(p), "file")

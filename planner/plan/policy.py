@@ -32,6 +32,8 @@ from pathlib import Path
 from typing import Any
 
 from .. import engines
+from ..core import paths
+from ..core.atomic import note_input
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K, JSON_MAX_BYTES
 from ..core.errors import ConfigError, PlannerError, UsageError
 from ..core.quant import parse_scheme
@@ -121,6 +123,7 @@ def load_policy(path: str | Path | None = None) -> Policy:
         size = p.stat().st_size
         if size > JSON_MAX_BYTES:  # refused before reading, not read whole and then measured
             raise ConfigError(f"Cannot read policy '{p}': {size} bytes is over the {JSON_MAX_BYTES}-byte limit.", p)
+        note_input(p)  # no output of this run may replace it (core/atomic.py)
         with p.open("rb") as fh:
             raw = fh.read(size + 1)
     except OSError as e:
@@ -326,7 +329,7 @@ def _profiles(value: Any, origin: str, where: str) -> tuple[str | None, tuple[tu
         if not isinstance(p, str) or not p:
             raise ConfigError(f"Cannot use policy '{origin}': {where} {key} must be a file path (got {p!r:.40}).",
                               origin, key=key)
-        path = Path(p).expanduser()
+        path = paths.expand(p)
         return str(path if path.is_absolute() else base / path)
 
     if value is None:

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from ..core import paths
 from ..core.errors import ConfigError, MachineError, PlannerError
 from ..core.spec import ModelSpec
 from ..drafting import DraftingMethod, DraftModel
@@ -90,8 +91,8 @@ def machines_for(d: Deployment, override: Sequence[str] = (), *, origin: str = "
 
 def _ref(ref: str, base: Path) -> str:
     """A relative model path is read next to the policy file when it exists there."""
-    p = Path(ref).expanduser()
-    if not p.is_absolute() and (base / p).exists():
+    p = paths.expand(ref)
+    if not p.is_absolute() and paths.exists(base / p):
         return str(base / p)
     return ref
 

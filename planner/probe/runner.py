@@ -164,7 +164,28 @@ def run_synthetic(target: ModelSpec, draft: ModelSpec | None, st: ProbeSettings,
         TorchUnavailable: torch is not installed.
         UsageError: bad device/dtype, a model that does not fit even one layer, or out of memory.
     """
+    for spec in (target, draft):
+        check_heads(spec)
     return _oom_guarded(lambda: _run_synthetic(target, draft, st, progress=progress), st)
+
+
+def check_heads(spec: ModelSpec | None) -> None:
+    """Refuse a model whose attention torch cannot run: query heads must be a multiple of the KV heads.
+
+    Why here: the memory ledger sizes such a config (the bytes are well defined), but SDPA's grouped
+    attention (and every engine's GQA kernel) needs num_attention_heads % num_key_value_heads == 0; torch
+    otherwise fails deep inside the first forward with a RuntimeError.
+
+    Raises:
+        UsageError: a layer with more KV heads than query heads, or query heads not a multiple of them.
+    """
+    for i, lay in enumerate(spec.layers if spec is not None else ()):
+        if lay.kv_lora_rank or not lay.kv_heads or not lay.q_heads:
+            continue  # MLA, recurrent or attention-free layers: no grouped heads
+        if lay.kv_heads > lay.q_heads or lay.q_heads % lay.kv_heads:
+            raise UsageError(f"Cannot probe '{spec.id}': layer {i} has {lay.q_heads} query heads and "
+                             f"{lay.kv_heads} KV heads (expected num_attention_heads to be a multiple of "
+                             f"num_key_value_heads). Check config.json.")
 
 
 def _run_synthetic(target: ModelSpec, draft: ModelSpec | None, st: ProbeSettings, *,
@@ -203,6 +224,8 @@ def run_real(target_dir: str, target: ModelSpec, draft_dir: str | None, draft: M
         budget), IncompatiblePair (the draft tokenizes the prompts differently), HeaderError / SourceError
         (a corrupt safetensors file, a missing or unreadable tokenizer, weights transformers cannot load).
     """
+    for spec in (target, draft):
+        check_heads(spec)
     return _oom_guarded(lambda: _run_real(target_dir, target, draft_dir, draft, st, prompts=prompts,
                                           max_new_tokens=max_new_tokens, progress=progress), st)
 

@@ -6,6 +6,7 @@ shows up as a failed test with the measured value and the bound in its message.
 
 from __future__ import annotations
 
+import re
 import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -20,8 +21,20 @@ class Case:
     skipped: bool = False
 
 
+# Characters XML 1.0 cannot hold even escaped (C0 controls but tab/LF/CR, lone surrogates, U+FFFE/U+FFFF):
+# ElementTree writes them raw and no parser accepts the document.
+_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+
+
+def xml_text(text: str) -> str:
+    """`text` with every character XML cannot carry written as a Python escape (`\\x1b`), so the document parses."""
+    return _NOT_XML.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def render(cases: Sequence[Case], *, name: str = "planner check") -> str:
-    """Cases -> a <testsuites> document, one <testsuite> per deployment."""
+    """Cases -> a <testsuites> document, one <testsuite> per deployment; names and messages made XML-safe."""
+    cases = [Case(xml_text(c.suite), xml_text(c.name), c.passed, xml_text(c.message), c.skipped) for c in cases]
+    name = xml_text(name)
     root = ET.Element("testsuites", name=name, tests=str(len(cases)),
                       failures=str(sum(not c.passed and not c.skipped for c in cases)),
                       skipped=str(sum(c.skipped for c in cases)))

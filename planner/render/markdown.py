@@ -2,34 +2,52 @@
 
 Why its own module: Markdown is the second rendering of the document model (render/document.py);
 it links each plot as `<stem>-<section>-<plot>.svg` (written by render/html.py's `write`)
-instead of embedding it, and escapes the table separators in cells.
+instead of embedding it. Every piece of text goes through `_md` (one choke point): HTML special
+tag openings and entities are escaped, so a model named `<script>` is text in any Markdown viewer, and control
+characters are escaped, so a name holding a newline cannot start a heading or a line of its own;
+table cells also escape `|`, and a `pre` block is fenced longer than any backtick run inside it.
 """
 
 from __future__ import annotations
 
+import html
+import re
 from collections.abc import Sequence
 
+from ..core.errors import one_line
 from .document import Block, Cell, Plot, Section
+
+# What makes Markdown viewers read text as HTML: a tag opening (<script, </a, <!--, <?) or an entity (&lt;).
+# A plain '<=' or '&' stays as it is, so the file reads as before.
+_TAG = re.compile(r"<(?=[A-Za-z/!?])")
+_ENTITY = re.compile(r"&(?=#?\w+;)")
+
+
+def _md(text: str, *, lines: bool = False) -> str:
+    """Text safe in Markdown: HTML escaped, and one line (or, with lines=True, its lines each escaped)."""
+    parts = text.split("\n") if lines else [text]
+    return "\n".join(_TAG.sub("&lt;", _ENTITY.sub("&amp;", one_line(p))) for p in parts)
 
 
 def _md_cell(c: Cell) -> str:
     text = c.text if c.exact is None else f"{c.text} ({c.exact:,} B)"
-    return text.replace("|", "\\|").replace("\n", " ")
+    return _md(text.replace("\n", " ")).replace("|", "\\|")
 
 
 def _md_block(b: Block, images: dict[str, str]) -> str:
     if b.kind == "h3":
-        return f"### {b.text}"
+        return f"### {_md(b.text)}"
     if b.kind == "p":
-        return b.text
+        return _md(b.text, lines=True)
     if b.kind == "list":
-        return "\n".join(f"- {i}" for i in b.items)
-    if b.kind == "pre":
-        return f"```\n{b.text}\n```"
+        return "\n".join(f"- {_md(i)}" for i in b.items)
+    if b.kind == "pre":  # literal inside the fence: only control characters escaped, the fence outruns any ```
+        fence = "`" * max(3, 1 + max((len(r) for r in re.findall("`+", b.text)), default=0))
+        return f"{fence}\n" + "\n".join(one_line(p) for p in b.text.split("\n")) + f"\n{fence}"
     if b.kind == "figure":
-        return f"![{b.text}]({images[b.figure]})"
+        return f"![{_md(b.text).replace(']', '&#93;')}]({images[b.figure]})"
     headers = b.headers if any(b.headers) else tuple(" " for _ in b.headers)
-    lines = ["| " + " | ".join(h.replace("|", "\\|") for h in headers) + " |",
+    lines = ["| " + " | ".join(_md(h).replace("|", "\\|") for h in headers) + " |",
              "|" + "|".join("---" for _ in headers) + "|"]
     lines += ["| " + " | ".join(_md_cell(c) for c in row) + " |" for row in b.rows]
     return "\n".join(lines)
@@ -41,12 +59,12 @@ def image_name(stem: str, s: Section, plot: Plot) -> str:
 
 def render_markdown(sections: Sequence[Section], *, title: str, subtitle: str, stem: str) -> str:
     """Markdown with the same tables; figures link `<stem>-<section>-<plot>.svg` beside the file."""
-    out = [f"# {title}", "", subtitle, ""]
+    out = [f"# {_md(title)}", "", _md(subtitle, lines=True), ""]
     if len(sections) > 1:
-        out += [f"- [{s.title}](#{s.anchor})" for s in sections] + [""]
+        out += [f"- [{_md(s.title).replace(']', '&#93;')}](#{_md(s.anchor)})" for s in sections] + [""]
     for s in sections:
         images = {p.name: image_name(stem, s, p) for p in s.plots}
-        out += [f'<a id="{s.anchor}"></a>', "", f"## {s.title}", ""]
+        out += [f'<a id="{html.escape(one_line(s.anchor), quote=True)}"></a>', "", f"## {_md(s.title)}", ""]
         for b in s.blocks:
             out += [_md_block(b, images), ""]
     return "\n".join(out)

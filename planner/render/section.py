@@ -10,8 +10,8 @@ the profile or the machine's roofline, always labelled. Blocks and plots are lai
 from __future__ import annotations
 
 from dataclasses import replace
-from pathlib import Path
 
+from ..core import paths
 from ..core.errors import ConfigError, MachineError, UsageError
 from ..drafting import DraftModel
 from ..fits import fit, verdict
@@ -27,7 +27,7 @@ from .document import Section
 
 
 def _launch_ref(sc: Scenario) -> str:
-    return sc.target_ref if Path(sc.target_ref).expanduser().exists() else sc.target.id
+    return sc.target_ref if paths.exists(sc.target_ref) else sc.target.id
 
 
 def recommend_for(sc: Scenario) -> tuple[plan.Recommendation | None, str | None]:

@@ -11,6 +11,7 @@ import dataclasses
 from typing import Any
 
 from ..core import quant
+from ..core.errors import one_line
 from ..core.spec import ModelSpec, TensorInfo, WeightInventory
 from .arch import derive
 from .arch.base import ArchSpec, Tensors, token_ids
@@ -195,11 +196,12 @@ def _active(arch: ArchSpec, tensors: list[TensorInfo], total: int) -> int:
 
 
 def _model_id(loc: Located) -> str:
+    """The model's display name; one printable line (a folder named "x\nerror: ..." must not forge output)."""
     if loc.source in ("hf-cache", "hub"):
-        return loc.ref
+        return one_line(loc.ref)
     name = loc.config.get("_name_or_path")
     base = loc.path.name if loc.path else loc.ref
-    return str(name) if isinstance(name, str) and name and loc.path is None else base
+    return one_line(str(name) if isinstance(name, str) and name and loc.path is None else base)
 
 
 def _family_guess(text: dict[str, Any], wrapper: str) -> str:

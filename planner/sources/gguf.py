@@ -19,7 +19,7 @@ from typing import Any
 
 from ..core import dtypes
 from ..core.constants import GGUF_MAX_SPLITS
-from ..core.errors import ConfigError, HeaderError, ModelNotFound
+from ..core.errors import ConfigError, HeaderError, ModelNotFound, one_line
 from ..core.spec import ModelSpec, MtpSpec, TensorInfo, WeightInventory
 from .gguf_arch import derive
 from .gguf_header import INTEGER_TYPES, GGUFHeader, SkippedArray, read_header
@@ -147,7 +147,7 @@ def spec_from_gguf(loc: Located) -> ModelSpec:
     meta = h.metadata
     name = meta.get("general.name")
     return ModelSpec(
-        id=name if isinstance(name, str) and name.strip() else Path(h.path).name, model_type=arch,
+        id=one_line(name if isinstance(name, str) and name.strip() else Path(h.path).name), model_type=arch,
         architecture=arch, source="gguf", layers=a.layers, hidden=a.hidden, intermediate=a.intermediate,
         vocab=a.vocab, tied_embeddings=a.tied, max_context=a.max_context, dtype=_float_dtype(inv),
         weights=inv, moe=a.moe, family=_str(meta, "general.basename") or arch, path=h.path, tokenizer=tok,

@@ -20,7 +20,8 @@ fails fast with a HeaderError naming the file and the key.
 from __future__ import annotations
 
 import itertools
-import mmap
+import os
+import stat
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -30,10 +31,13 @@ from types import MappingProxyType
 from typing import Any
 
 from ..core import dtypes
+from ..core.atomic import note_input
 from ..core.constants import (
     GGUF_MAX_ARRAY_DEPTH,
     GGUF_MAX_ARRAY_LEN,
+    GGUF_MAX_HEADER_BYTES,
     GGUF_MAX_KV,
+    GGUF_MAX_NESTED_ARRAYS,
     GGUF_MAX_STRING_BYTES,
     GGUF_MAX_TENSOR_DIMS,
     GGUF_MAX_TENSORS,
@@ -43,6 +47,7 @@ from ..core.errors import HeaderError
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
 DEFAULT_ALIGNMENT = 32  # GGUF_DEFAULT_ALIGNMENT (ggml/include/gguf.h)
+_FIRST_READ_BYTES = 4 * 1024**2  # a 262k-token vocabulary's header is ~10 MB: 3 reads at most
 
 # GGUF value types (ggml/include/gguf.h enum gguf_type) -> struct code (None: not fixed-size).
 UINT8, INT8, UINT16, INT16, UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY, UINT64, INT64, FLOAT64 = range(13)
@@ -136,14 +141,25 @@ def ggml_type_table() -> dict[int, tuple[str, int, int]]:
     return table
 
 
+class _NeedMore(Exception):  # internal: a prefix of a local file ran out before the header did
+    def __init__(self, upto: int) -> None:
+        super().__init__(upto)
+        self.upto = upto
+
+
 class _Cursor:
-    """A bounds-checked position in a header buffer; every read names the key it serves."""
+    """A bounds-checked position in a header buffer; every read names the key it serves.
 
-    __slots__ = ("buf", "e", "elems", "end", "origin", "pos")
+    `end` is where the file ends (claims are checked against it); `avail` is how much of it `buf`
+    holds: a read past `avail` but inside `end` asks `read_header` for a longer prefix (`_NeedMore`).
+    """
 
-    def __init__(self, buf: Any, origin: str, endian: str) -> None:
+    __slots__ = ("avail", "buf", "e", "elems", "end", "origin", "pos")
+
+    def __init__(self, buf: Any, origin: str, endian: str, end: int | None = None) -> None:
         self.buf, self.origin, self.e = buf, origin, endian
-        self.pos, self.end, self.elems = 0, len(buf), 0
+        self.pos, self.avail, self.elems = 0, len(buf), 0
+        self.end = len(buf) if end is None else end
 
     def fail(self, what: str, reason: str, fix: str = "The file is corrupt or not a GGUF model: "
              "re-download or re-convert it") -> HeaderError:
@@ -153,6 +169,8 @@ class _Cursor:
         if n > self.end - self.pos:
             raise self.fail(what, f"needs {n} more bytes at offset {self.pos} but only {self.end - self.pos} "
                                   f"remain (truncated file)")
+        if self.pos + n > self.avail:
+            raise _NeedMore(self.pos + n)
 
     def scalar(self, vtype: int, what: str) -> Any:
         code = _CODES[vtype]
@@ -178,6 +196,7 @@ class _Cursor:
             raise self.fail(what, f"string of {n} bytes but only {self.end - self.pos} remain (truncated)")
         if n > cap:
             raise self.fail(what, f"string of {n} bytes is longer than the {cap} allowed")
+        self.need(n, what)
         s = self.buf[self.pos:self.pos + n]
         self.pos += n
         return bytes(s).decode("utf-8", "replace")
@@ -199,12 +218,14 @@ class _Cursor:
         etype = self.scalar(UINT32, what)
         if etype not in _MIN_ELEM_BYTES:
             raise self.fail(what, f"unknown element type {etype} (expected 0-12)")
-        n = self.count(what, GGUF_MAX_ARRAY_LEN, _MIN_ELEM_BYTES[etype])
+        n = self.count(what, GGUF_MAX_ARRAY_LEN if etype != ARRAY else GGUF_MAX_NESTED_ARRAYS, _MIN_ELEM_BYTES[etype])
         self.elems += n
         if self.elems > 4 * GGUF_MAX_ARRAY_LEN:
             raise self.fail(what, f"the arrays hold more than {4 * GGUF_MAX_ARRAY_LEN} elements in all")
         if etype in _CODES:
             size = _MIN_ELEM_BYTES[etype] * n
+            if not skip:
+                self.need(size, what)
             vals = struct.unpack_from(f"{self.e}{n}{_CODES[etype]}", self.buf, self.pos) if not skip else ()
             self.pos += size
             return SkippedArray(etype, n) if skip else vals
@@ -215,17 +236,21 @@ class _Cursor:
 
     def string_array(self, n: int, what: str, skip: bool) -> tuple[str, ...]:
         """n strings in one loop (the hot path: 262k tokens), then one decode of the joined bytes."""
-        buf, pos, end = self.buf, self.pos, self.end
+        buf, pos, end, avail = self.buf, self.pos, self.end, self.avail
         unpack = struct.Struct(self.e + "Q").unpack_from
         parts: list[bytes] = []
         add = parts.append
         try:
             for _ in range(n):
+                if pos + 8 > avail:
+                    raise _NeedMore(pos + 8) if pos + 8 <= end else struct.error
                 ln = unpack(buf, pos)[0]
                 pos += 8
                 if ln > end - pos:
                     raise self.fail(what, f"string of {ln} bytes at offset {pos} but only {end - pos} remain "
                                           f"(truncated)")
+                if pos + ln > avail and not skip:
+                    raise _NeedMore(pos + ln)
                 if not skip:
                     add(buf[pos:pos + ln])
                 pos += ln
@@ -261,7 +286,7 @@ def _endianness(buf: Any, origin: str) -> tuple[str, int]:
 
 
 def parse_header(data: Any, origin: str, *, file_size: int | None = None,
-                 skip: frozenset[str] = DEFAULT_SKIP, file_index: int = 0) -> GGUFHeader:
+                 skip: frozenset[str] = DEFAULT_SKIP, file_index: int = 0, _prefix: bool = False) -> GGUFHeader:
     """Parse a GGUF header from `data` (the whole file, an mmap, or a prefix of it).
 
     Args:
@@ -282,7 +307,7 @@ def parse_header(data: Any, origin: str, *, file_size: int | None = None,
     if isinstance(data, memoryview):
         data = data.tobytes()
     endian, version = _endianness(data, origin)
-    cur = _Cursor(data, origin, endian)
+    cur = _Cursor(data, origin, endian, end=file_size if _prefix else None)
     cur.pos = 8
     n_tensors = cur.count("tensor count", GGUF_MAX_TENSORS, 24)  # name len + n_dims + type + offset
     n_kv = cur.count("key-value count", GGUF_MAX_KV, 13)  # key len + type + 1-byte value
@@ -296,7 +321,7 @@ def parse_header(data: Any, origin: str, *, file_size: int | None = None,
         start = cur.pos
         metadata[key] = cur.value(vtype, key, skip=key in skip)
         if vtype == ARRAY:
-            types[key] = (ARRAY, struct.unpack_from(endian + "I", data, start)[0])
+            types[key] = (ARRAY, struct.unpack_from(endian + "I", data, start)[0])  # read by cur.array already
         else:
             types[key] = vtype
     alignment = _alignment(metadata, types, cur)
@@ -374,21 +399,48 @@ def _known_types(table: dict[int, tuple[str, int, int]]) -> str:
 
 
 def read_header(path: str | Path, *, skip: frozenset[str] = DEFAULT_SKIP, file_index: int = 0) -> GGUFHeader:
-    """Read one local GGUF file's header through a read-only memory map (only header pages are touched).
+    """Read one local GGUF file's header with bounded reads: a 4 MiB prefix, grown (at least doubled) only
+    while the header runs past it, never more than GGUF_MAX_HEADER_BYTES.
+
+    Why not a memory map of the whole file: a valid 40 GB GGUF would then need 40 GB of address space,
+    and fail under a container's address-space limit although only its first megabytes are read.
 
     Raises:
-        HeaderError: the file cannot be opened or its header is invalid (see `parse_header`).
+        HeaderError: the file cannot be opened, is not a regular file, its header is longer than
+            GGUF_MAX_HEADER_BYTES, or is invalid (see `parse_header`).
     """
     p = Path(path)
+    note_input(p)  # no output of this run may replace it (core/atomic.py)
     try:
+        if not stat.S_ISREG(p.stat().st_mode):  # a FIFO would block the open, a device never ends
+            raise HeaderError(f"Cannot read GGUF file '{p}': it is not a regular file.", p)
         with p.open("rb") as fh:
-            size = p.stat().st_size
+            size = os.fstat(fh.fileno()).st_size
             if size < 24:
                 head = fh.read(24)
                 _endianness(head, str(p))
                 raise HeaderError(f"Cannot read GGUF header of '{p}': {size} bytes is too short for a GGUF "
                                   f"file (expected at least 24). Re-download it.", p)
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mm:
-                return parse_header(mm, str(p), skip=skip, file_index=file_index)
+            buf = bytearray()
+            want = min(size, _FIRST_READ_BYTES)
+            while True:
+                buf += _read_upto(fh, want - len(buf))
+                if len(buf) < want:
+                    raise HeaderError(f"Cannot read GGUF header of '{p}': the file shrank while being read "
+                                      f"(expected {size} bytes).", p)
+                try:
+                    return parse_header(buf, str(p), file_size=size, skip=skip, file_index=file_index,
+                                        _prefix=True)
+                except _NeedMore as more:
+                    if more.upto > GGUF_MAX_HEADER_BYTES:
+                        raise HeaderError(f"Cannot read GGUF header of '{p}': the header runs past "
+                                          f"{GGUF_MAX_HEADER_BYTES} bytes, more than any real model's "
+                                          f"(expected a few MB). The file is corrupt or hostile.", p) from None
+                    want = min(size, GGUF_MAX_HEADER_BYTES, max(more.upto, 2 * want))
     except OSError as e:
         raise HeaderError(f"Cannot read GGUF file '{p}': {e.strerror or e}.", p) from e
+
+
+def _read_upto(fh: Any, n: int) -> bytes:
+    """Up to n bytes, fewer only at the end of the file (a buffered read loops over short reads itself)."""
+    return fh.read(n)

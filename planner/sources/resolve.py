@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from ..core import paths
 from ..core.constants import is_offline
 from ..core.errors import ConfigError, HeaderError, ModelNotFound, OfflineError
 from ..core.jsonio import read_json_object
@@ -31,10 +32,10 @@ def locate(ref: str, *, revision: str | None = None) -> Located:
         OfflineError: only the Hub could answer and the network is off or unreachable.
         ConfigError / HeaderError: the files found are invalid.
     """
-    p = Path(ref).expanduser()
-    if p.is_dir():
+    p = paths.expand(ref)
+    if paths.is_dir(p):
         return _from_dir(p, ref, source="local")
-    if p.is_file():
+    if paths.is_file(p):
         if p.suffix == ".gguf":
             return locate_gguf(p, ref)
         if p.name == "config.json":

@@ -9,6 +9,7 @@ come in as `ConfigFacts`, the fallbacks when the tokenizer files name no id.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -203,6 +204,8 @@ def resolve_ids(contents: Mapping[str, str], lookup: Mapping[str, int], facts: C
     return out
 
 
+_ID_KEY = re.compile(r"^[0-9]{1,9}$")
+
 def decoder_added_tokens(tc: Mapping[str, Any]) -> dict[str, int]:
     """tokenizer_config.json added_tokens_decoder {"id": {"content": ...}} -> content -> id."""
     dec = tc.get("added_tokens_decoder")
@@ -210,6 +213,7 @@ def decoder_added_tokens(tc: Mapping[str, Any]) -> dict[str, int]:
     if isinstance(dec, dict):
         for k, v in dec.items():
             c = _content(v)
-            if c is not None and str(k).isdigit() and is_id(int(k)):
+            # ASCII digits, at most 9 ("²" is isdigit() but not int(); 5000 digits pass Python's int limit)
+            if c is not None and _ID_KEY.match(str(k)) and is_id(int(k)):
                 out.setdefault(c, int(k))
     return out

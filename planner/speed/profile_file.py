@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import constants, jsonio
-from ..core.atomic import atomic_write
+from ..core.atomic import atomic_write, note_input
 from ..core.errors import ProfileError
 from .profile import SCHEMA_VERSION, SEVERITIES, Finding, MeasuredAcceptance, ModelCurve, Profile
 
@@ -214,6 +214,7 @@ def read_bounded(path: Path, limit: int, what: str) -> bytes:
         if not stat.S_ISREG(st.st_mode):  # a FIFO would block the read; a device never ends
             raise ProfileError(f"Cannot read {what} from '{path}': it is not a regular file (expected a file "
                                f"written by llama-bench or 'planner probe --out'). Check the path.")
+        note_input(path)  # no output of this run may replace it (core/atomic.py)
         with open(path, "rb") as fh:
             data = fh.read(min(st.st_size, limit) + 1)  # read(n) allocates n bytes: ask for the size
     except OSError as e:

@@ -215,6 +215,7 @@ def run_cli(args: Sequence[str], files: Sequence[Path | str], *, json_out: bool 
     assert elapsed < CLI_TIME_S, f"CLI took {elapsed:.2f} s"
     assert code in (0, 1, 2), f"exit code {code!r}; stderr: {e_}"
     assert "Traceback" not in e_, e_
+    assert UNEXPECTED not in e_, e_  # the CLI's last line of defence caught a bug: a failure here
     if code == 2:
         lines = e_.splitlines()
         assert len(lines) == 1 and lines[0].startswith("error: "), f"expected one 'error: ' line, got {e_!r}"
@@ -270,9 +271,12 @@ for argv in json.loads(sys.argv[1]):
             import traceback
             e.write("TRACEBACK " + traceback.format_exc())
             code = -1
+    if e.getvalue().startswith("error: Unexpected "):  # the CLI's last line of defence caught a bug
+        code = -1
     out.append({"code": code, "out": o.getvalue(), "err": e.getvalue()})
 print(json.dumps(out))
 """
+UNEXPECTED = "error: Unexpected "  # how planner.cli.main words an exception that is not a PlannerError
 
 
 def run_planner(commands: list[list[str]], env: dict[str, str], timeout: float = 120) -> list[dict]:
