@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -12,8 +13,11 @@ from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
 from ..core.fmt import fmt_bytes
 from ..core.units import parse_batches, parse_bytes, parse_tokens
 from ..drafting import DraftModel
+from ..fits import fit as fitmod
+from ..fits import search
 from ..fits.fit import default_layout
 from ..fits.machine_lookup import resolve_machine
+from ..fits.memory import Settings
 from ..plan import recommend as P
 from ..probe.runner import run_synthetic
 from ..probe.settings import ProbeSettings
@@ -120,11 +124,17 @@ def recommend(
             measured = {prof.draft.id: Acceptance(a.alpha, lo, hi, given=f"alpha = {a.alpha:.3f} (measured)",
                                                   source=f"measured by probe ({a.prompts} prompts)")}
     ref = target if _is_path(target) else spec.id  # launch commands name the model, not our alias
-    rec = P.recommend(spec, ref, m, engine=eng, context=ctx, batch=batch, layout=layout, candidates=cands,
-                      costs_for=costs_for, given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
-                      kv_dtypes=[kv_dtype] if kv_dtype else None, utilization=utilization, temperature=temperature,
-                      weights_dtype=weights_dtype, k_fixed=k,
-                      draft_weights_dtype=draft_weights_dtype, batches=batches)
+    plan = dict(context=ctx, layout=layout, kv_dtypes=[kv_dtype] if kv_dtype else None, utilization=utilization,
+                weights_dtype=weights_dtype)
+
+    def run(**asked: Any) -> Any:
+        return P.recommend(spec, ref, m, engine=eng, batch=batch, candidates=cands, costs_for=costs_for,
+                           given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
+                           temperature=temperature, k_fixed=k, draft_weights_dtype=draft_weights_dtype,
+                           batches=batches, **asked)
+    rec = run(**plan)
+    if not rec.baseline_fits:
+        rec = _with_cheapest_fit(rec, run, plan, spec, m, eng, batch)
     if as_json:
         emit(recommendation_json(rec))
     else:
@@ -132,6 +142,29 @@ def recommend(
             warn(f"{spec.id}: {w}")
         typer.echo(recommendation_text(rec))
     raise typer.Exit(0 if rec.baseline_fits else 1)
+
+
+def _with_cheapest_fit(rec: Any, run: Any, plan: dict[str, Any], spec: Any, m: Any, eng: str, batch: int) -> Any:
+    """The target does not fit as asked: plan again with the cheapest combination of changes that fits
+    the target alone (fits/search.py), or say that none does. Partial offload is left to `planner fit`
+    (the speed model prices weights at device bandwidth)."""
+    s = Settings(context=plan["context"], batch=batch, engine=eng, weights_dtype=plan["weights_dtype"],
+                 kv_dtype=(plan["kv_dtypes"] or [None])[0])
+    combos = [c for c in search.search(fitmod.Problem(spec, m, s, plan["layout"], utilization=plan["utilization"]))
+              if c.problem.layout.gpu_layers is None and not c.problem.layout.cpu_moe_layers]
+    if not combos:
+        return replace(rec, notes=(*rec.notes, "no combination of weights, KV, utilisation, context and tp/pp "
+                                                "fits the target on this machine: see 'planner fit'"))
+    c = combos[0]
+    q = c.problem
+    new = run(context=q.settings.context, layout=q.layout, utilization=q.utilization,
+              weights_dtype=q.settings.weights_dtype,
+              kv_dtypes=[q.settings.kv_dtype] if q.settings.kv_dtype else plan["kv_dtypes"])
+    what = " + ".join(w for w, _ in c.changes)
+    flags = " ".join(f for _, f in c.changes)
+    return replace(new, notes=(f"the target does not fit as asked: planned with the cheapest combination that "
+                               f"fits ({what}; {flags}; ranked by quality, then context kept, then speed)",
+                               *new.notes))
 
 
 def _is_path(ref: str) -> bool:

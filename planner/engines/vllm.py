@@ -61,10 +61,21 @@ def pair_rule(t: Side, d: Side, same: bool | None) -> Verdict:
 KV_CACHE_DTYPES = ("fp8", "fp8_e4m3", "fp8_e5m2")
 
 
+def weights_notes(quant: str | None) -> list[str]:
+    """What a weights format the ledger sized needs at launch: fp8 is quantised at load
+    (--quantization fp8); other formats need a checkpoint stored that way."""
+    if quant is None or quant.lower() in ("fp8", "bf16", "f16", "fp16"):
+        return []
+    return [f"weights sized as {quant}: serve a checkpoint stored in that format (an AWQ/GPTQ repo for int4); "
+            f"the engine does not quantise a 16-bit checkpoint to {quant} at load"]
+
+
 def launch(x: LaunchInput) -> dict[str, str]:
     """`vllm serve` with a draft_model speculative config (draft TP must be 1 or the target's).
 
     Flags (vLLM 0.33.0 vllm/engine/arg_utils.py): --max-model-len :991, --tensor-parallel-size :1209,
+    --pipeline-parallel-size :1171, --quantization :992 (fp8: online quantisation of a 16-bit
+    checkpoint, model_executor/layers/quantization/__init__.py:18),
     --gpu-memory-utilization :1389, --kv-cache-dtype :1397, --speculative-config :1866 (JSON, the
     SpeculativeConfig fields of vllm/config/speculative.py: method :419, model :416,
     num_speculative_tokens :413, draft_tensor_parallel_size :427, use_heterogeneous_vocab :496).
@@ -73,6 +84,11 @@ def launch(x: LaunchInput) -> dict[str, str]:
     notes = []
     if x.tp > 1:
         cmd += f" --tensor-parallel-size {x.tp}"
+    if x.pp > 1:
+        cmd += f" --pipeline-parallel-size {x.pp}"
+    notes += weights_notes(x.weights_quant)
+    if x.weights_quant == "fp8":
+        cmd += " --quantization fp8"
     if x.gpu_memory_utilization:
         cmd += f" --gpu-memory-utilization {x.gpu_memory_utilization}"
     if x.kv_dtype and x.kv_dtype in KV_CACHE_DTYPES:

@@ -308,8 +308,10 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
         cands = catalog_candidates(target, family, draft_weights_dtype)
         if not cands:
             notes.append(f"no catalog draft shares this target's tokenizer ({how}); pass --candidates")
-    launch_in = engines.LaunchInput(target=target_ref, draft=None, k=1, context=context, tp=layout.tp,
-                                    temperature=temperature, batch=batch, weights_quant=weights_dtype)
+    launch_in = engines.LaunchInput(target=target_ref, draft=None, k=1, context=context, tp=layout.tp, pp=layout.pp,
+                                    temperature=temperature, batch=batch, weights_quant=weights_dtype,
+                                    gpu_memory_utilization=utilization,
+                                    kv_dtype=_kv_flag(kv_dtypes[0]) if kv_dtypes and len(kv_dtypes) == 1 else None)
     roofline_costs_used = costs_for is None
     if costs_for is None:
         roof = roofline_machine(machine, layout, engine)
