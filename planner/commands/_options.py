@@ -64,3 +64,4 @@ DeploymentOpt = Annotated[list[str] | None, typer.Option("--deployment", help="O
 
 # --- output --------------------------------------------------------------------------------------
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable schema, bytes as integers).")]
+WideOpt = Annotated[bool, typer.Option("--wide", help="Print every line whole: no wrapped or trimmed columns.")]

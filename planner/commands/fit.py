@@ -11,16 +11,18 @@ import typer
 from .. import engines
 from ..core.constants import DEFAULT_CONTEXT
 from ..core.errors import PlannerError
-from ..core.fmt import fmt_bytes, tabulate
+from ..core.fmt import fmt_bytes
 from ..core.units import parse_bytes, parse_tokens
 from ..fits import fit as fitmod
+from ..fits import search as searchmod
 from ..fits import verdict as verdictmod
 from ..fits.fit import default_layout
 from ..fits.machine import describe
 from ..fits.machine_lookup import resolve_machine
 from ..fits.memory import Settings
 from ..render import text as report
-from ..render.width import command_lines, wrap
+from ..render import width
+from ..render.width import command_lines, python_lines, wrap
 from ..sources import catalog, load_spec
 from ._common import app, emit, engine_for, warn
 from ._methods import load_method
@@ -43,6 +45,7 @@ from ._options import (
     TpOpt,
     UtilizationOpt,
     WeightsDtypeOpt,
+    WideOpt,
 )
 
 DraftDeviceOpt = Annotated[int | None, typer.Option(
@@ -156,24 +159,24 @@ def combinations_text(r: Any, launch: dict[str, str] | None) -> list[str]:
         if key == "command":
             lines += command_lines(value, indent="  ", head="command: ")
         elif "\n" in value:  # a Python snippet: its own lines
-            lines += [f"  {key}:", *(f"    {line}" for line in value.splitlines())]
+            lines += [f"  {key}:", *(x for line in value.splitlines() for x in python_lines(line, indent="    "))]
         else:
             lines += wrap(f"{key}: {value}", indent="  ")
     rest = r.combinations[1:SHOWN_COMBINATIONS + 1]
     if rest:
-        lines += ["", tabulate([[" + ".join(w for w, _ in c.changes), fmt_bytes(c.headroom_bytes),
-                                 fmt_bytes(c.host_bytes) if c.host_bytes else "-", _speed(c)] for c in rest],
-                               headers=["also fits", "headroom", "host RAM", "decode time"], tablefmt="simple",
-                               disable_numparse=True)]
+        lines += ["", width.table([[" + ".join(w for w, _ in c.changes), fmt_bytes(c.headroom_bytes),
+                                    fmt_bytes(c.host_bytes) if c.host_bytes else "-", _speed(c)] for c in rest],
+                                  ["also fits", "headroom", "host RAM", "decode time"], shrink=(0,))]
     return lines
 
 
 def fit_table(r, launch: dict[str, str] | None = None) -> str:
     p = r.problem
     rows = []
+    one_name = len({d.budget.name for d in r.devices}) == 1  # the header line names it
     for d in r.devices:
         b = d.budget
-        rows.append([f"{b.index}: {b.name}", fmt_bytes(b.budget_bytes),
+        rows.append([str(b.index) if one_name else f"{b.index}: {b.name}", fmt_bytes(b.budget_bytes),
                      fmt_bytes(sum(s.weights_bytes for s in d.shares)),
                      fmt_bytes(sum(s.kv_cache_bytes for s in d.shares)),
                      fmt_bytes(sum(s.activation_bytes for s in d.shares)),
@@ -184,7 +187,13 @@ def fit_table(r, launch: dict[str, str] | None = None) -> str:
     lines = [f"machine: {p.machine.display_name} ({p.machine.origin}), engine {p.settings.engine}, "
              f"tp {lay.tp} x pp {lay.pp}" + (f", draft on device {lay.draft_device}" if lay.draft_device is not None
                                               else ""),
-             tabulate(rows, headers=head, tablefmt="simple", disable_numparse=True), ""]
+             width.table(rows, head, shrink=(0,)), ""]
+    if lay.gpu_layers is not None or lay.cpu_moe_layers:
+        t, src = searchmod.decode_seconds(p)
+        t_gpu, _ = searchmod.decode_seconds(replace(p, layout=replace(lay, gpu_layers=None, cpu_moe_layers=0)))
+        speed = f"decode time x{t / t_gpu:.2f} of all on GPU" if t and t_gpu else src
+        lines[-1:-1] = wrap(f"host RAM: {fmt_bytes(sum(d.host_bytes for d in r.devices))} (input embedding, "
+                            f"offloaded layers' weights and KV); {speed}")
     verdict = "FITS" if r.fits else "DOES NOT FIT"
     lines.append(f"{verdict} at {p.settings.context:,} tokens x {p.settings.batch}: headroom "
                  f"{fmt_bytes(r.headroom_bytes)} on the tightest device")
@@ -198,9 +207,8 @@ def fit_table(r, launch: dict[str, str] | None = None) -> str:
     lines.append("budget: " + "; ".join(sorted(budgets)))
     if r.suggestions:
         lines.append("")
-        lines.append(tabulate([[s.change, fmt_bytes(s.headroom_bytes), "yes" if s.fits else "no"]
-                               for s in r.suggestions], headers=["single change", "headroom", "fits"],
-                              tablefmt="simple", disable_numparse=True))
+        lines.append(width.table([[s.change, fmt_bytes(s.headroom_bytes), "yes" if s.fits else "no"]
+                                  for s in r.suggestions], ["single change", "headroom", "fits"], shrink=(0,)))
         lines += combinations_text(r, launch)
     return "\n".join(lines)
 
@@ -228,6 +236,7 @@ def fit(
     revision: RevisionOpt = None,
     overhead: OverheadOpt = None,
     as_json: JsonOpt = False,
+    wide: WideOpt = False,
 ) -> None:
     """Does TARGET (+ --draft) fit the machine? Per-device ledger, largest context and batch, fixes.
 
@@ -240,15 +249,17 @@ def fit(
       planner fit qwen3-8b --gpu-memory 24GiB --gpus 2 --engine vllm
       planner fit target.gguf --draft draft.gguf --machine rtx-4090 --parallel 4 --draft-context 8k
     """
+    width.set_wide(wide)
     tspec = load_spec(target, revision=revision)
     method = load_method(draft)
     dspec = method.resident_model() if method else None  # what the method keeps resident
-    settings = Settings(context=parse_tokens(context), batch=batch, engine=engine_for(engine, tspec, dspec),
+    m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
+    settings = Settings(context=parse_tokens(context), batch=batch, engine=engine_for(engine, tspec, dspec,
+                                                                                      kind=m.kind),
                         kv_dtype=kv_dtype, weights_dtype=weights_dtype, group_size=group_size,
                         overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None,
                         draft_context=parse_tokens(draft_context, what="--draft-context") if draft_context
                         else None)
-    m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
     layout = replace(default_layout(m.n_devices, settings.engine, tp, pp, draft_device), gpu_layers=gpu_layers,
                      cpu_moe_layers=n_cpu_moe)
     warnings = [f"{s.id}: {w}" for s in (tspec, dspec) if s for w in s.warnings]

@@ -8,6 +8,7 @@ from ..core.constants import DEFAULT_CONTEXT
 from ..core.units import parse_bytes, parse_tokens
 from ..fits import memory as mem
 from ..render import text as report
+from ..render import width
 from ..sources import load_spec
 from ._common import app, emit, engine_for, warn
 from ._methods import load_method
@@ -24,6 +25,7 @@ from ._options import (
     ParallelBatchOpt,
     RevisionOpt,
     WeightsDtypeOpt,
+    WideOpt,
 )
 
 
@@ -41,6 +43,7 @@ def memory(
     revision: RevisionOpt = None,
     overhead: OverheadOpt = None,
     as_json: JsonOpt = False,
+    wide: WideOpt = False,
 ) -> None:
     """Memory ledger of a target (and optional draft): weights, KV cache, activations, overhead.
 
@@ -50,6 +53,7 @@ def memory(
       planner memory ./my-model --kv-dtype q8_0 --engine llama.cpp
       planner memory target.gguf --draft draft.gguf --parallel 4 --draft-context 4k
     """
+    width.set_wide(wide)
     target = load_spec(model, revision=revision)
     method = load_method(draft)
     dspec = method.resident_model() if method else None  # what the method keeps resident

@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from tabulate import tabulate
 
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
 from ..core.fmt import fmt_bytes
@@ -21,6 +20,8 @@ from ..fits.memory import Settings
 from ..plan import recommend as P
 from ..probe.runner import run_synthetic
 from ..probe.settings import ProbeSettings
+from ..render import width
+from ..render.width import command_lines, python_lines, wrap
 from ..sources import load_spec
 from ..speed.acceptance import Acceptance
 from ..speed.profile_file import load_profile
@@ -42,6 +43,7 @@ from ._options import (
     TpOpt,
     UtilizationOpt,
     WeightsDtypeOpt,
+    WideOpt,
 )
 
 CandidatesOpt = Annotated[str | None, typer.Option(
@@ -56,6 +58,7 @@ BatchesOpt = Annotated[str, typer.Option(
     help="Concurrent sequences. A list (1,8,32,128) prices every plan at each and finds the crossover.")]
 KOpt = Annotated[int | None, typer.Option("--k", help="Judge every plan at this K (the one you deploy), even "
                                                       "when it is slower; default: the best K.", min=1)]
+AllOpt = Annotated[bool, typer.Option("--all", help="Show every plan, not only the top 3.")]
 DraftWeightsOpt = Annotated[str | None, typer.Option(
     "--draft-weights-dtype", help="The drafts' own weight format (default: as --weights-dtype).")]
 
@@ -84,6 +87,8 @@ def recommend(
     temperature: TemperatureOpt = 0.0,
     revision: RevisionOpt = None,
     as_json: JsonOpt = False,
+    wide: WideOpt = False,
+    show_all: AllOpt = False,
 ) -> None:
     """Rank candidate drafts x K x KV dtype that fit and are compatible; print the best plan and how to launch it.
 
@@ -96,6 +101,7 @@ def recommend(
       planner recommend llama-3.3-70b-instruct --machine 2x-rtx-4090 --profile probe.json --json
       planner recommend target.gguf --candidates small.gguf,tiny.gguf --machine rtx-4090
     """
+    width.set_wide(wide)
     batches = parse_batches(batch)
     batch = batches[0]  # the first value sizes memory and ranks the plans
     spec = load_spec(target, revision=revision)
@@ -140,7 +146,7 @@ def recommend(
     else:
         for w in spec.warnings:
             warn(f"{spec.id}: {w}")
-        typer.echo(recommendation_text(rec))
+        typer.echo(recommendation_text(rec, m.display_name if m.origin == "detected" else None, show_all))
     raise typer.Exit(0 if rec.baseline_fits else 1)
 
 
@@ -230,35 +236,96 @@ def recommendation_json(rec: Any) -> dict[str, Any]:
             "notes": list(rec.notes)}
 
 
-def recommendation_text(rec: Any) -> str:
-    lines = [f"target   {rec.target}", f"machine  {rec.machine}   engine {rec.engine}   context {rec.context:,}   "
-             f"batch {rec.batch}",
-             f"drafts   tokenizer family {rec.tokenizer_family or '?'} ({rec.tokenizer_match})", ""]
-    rows = [[o.draft, o.kv_dtype, o.k, f"{o.speedup:.2f}x", f"{o.speedup_interval[0]:.2f}-{o.speedup_interval[1]:.2f}",
-             o.verdict, "yes" if o.fits else "NO", fmt_bytes(o.headroom_bytes),
-             "yes" if o.compatible and not o.fallback else ("via fallback" if o.fallback else "NO"),
-             f"{o.acceptance.alpha:.2f}" if o.acceptance else "-"] for o in rec.plans[:12]]
+SHOWN_PLANS = 3  # rows of the plan table without --all
+
+
+def _speed_cells(o: Any) -> list[str]:
+    """speed-up (interval) and verdict: none for a plan that does not fit or will not run."""
+    if not o.usable:
+        return ["-", "-"]
+    return [f"{o.speedup:.2f}x ({o.speedup_interval[0]:.2f}-{o.speedup_interval[1]:.2f})", o.verdict]
+
+
+def _short(draft: str | None) -> str:
+    return (draft or "-").rpartition("/")[2]  # the org is in the RECOMMENDED line and the JSON
+
+
+def _names(drafts: list[str]) -> str:
+    """Drafts of one row: 'Llama-3.2-1B [-Instruct]' for a base and its instruct tune, else joined."""
+    names = list(dict.fromkeys(_short(d) for d in drafts))
+    if len(names) == 2:
+        a, b = sorted(names, key=len)
+        if b.startswith(a):
+            return f"{a} [{b[len(a):]}]"
+    return " | ".join(names)
+
+
+def key_runs(o: Any) -> str:
+    return "yes" if o.compatible and not o.fallback else ("fallback" if o.fallback else "NO")
+
+
+def key_alpha(o: Any) -> str:
+    return f"{o.acceptance.alpha:.2f}" if o.acceptance else "-"
+
+
+def plan_rows(plans: Any, limit: int | None) -> tuple[list[list[str]], int]:
+    """Table rows with plans of identical figures collapsed into one (base and instruct drafts of one size,
+    KV types that change no speed figure; the headroom shows its range), in rank order; and how many rows
+    `limit` left out."""
+    groups: dict[tuple, list[Any]] = {}
+    for o in plans:
+        key = (o.k, *_speed_cells(o), o.fits, key_runs(o), key_alpha(o))  # what differs between real choices
+        groups.setdefault(key, []).append(o)
+    rows = []
+    for same in groups.values():
+        o = same[0]
+        lo, hi = min(x.headroom_bytes for x in same), max(x.headroom_bytes for x in same)
+        a, b = fmt_bytes(lo).split(" "), fmt_bytes(hi).split(" ")
+        if lo == hi or not o.usable:  # a plan that cannot run: how close the nearest comes
+            head = fmt_bytes(hi)
+        else:
+            head = f"{a[0]}-{b[0]} {a[1]}" if a[1] == b[1] and lo >= 0 else f"{fmt_bytes(lo)} to {fmt_bytes(hi)}"
+        rows.append([_names([x.draft for x in same]), "/".join(dict.fromkeys(x.kv_dtype for x in same)), str(o.k),
+                     *_speed_cells(o), "yes" if o.fits else "NO", head, key_runs(o), key_alpha(o)])
+    if limit is None or len(rows) <= limit:
+        return rows, 0
+    return rows[:limit], len(rows) - limit
+
+
+def recommendation_text(rec: Any, machine_label: str | None = None, show_all: bool = False) -> str:
+    lines = [f"target   {rec.target}", *wrap(f"machine  {machine_label or rec.machine}   engine {rec.engine}   "
+                                             f"context {rec.context:,}   batch {rec.batch}"),
+             *wrap(f"drafts   tokenizer family {rec.tokenizer_family or '?'} ({rec.tokenizer_match})"), ""]
+    rows, left = plan_rows(rec.plans, None if show_all else SHOWN_PLANS)
     if rows:
-        lines.append(tabulate(rows, headers=["draft", "KV", "K", "speed-up", "interval", "verdict", "fits",
-                                             "headroom", "compatible", "alpha"], disable_numparse=True))
-        lines.append(f"costs: {rec.plans[0].costs_source}; acceptance: {rec.plans[0].acceptance.source}"
-                     if rec.plans[0].acceptance else "")
+        lines.append(width.table(rows, ["draft", "KV", "K", "speed-up (range)", "verdict", "fits", "headroom",
+                                        "runs", "alpha"], shrink=(0,), floor=12))
+        if left:
+            lines.append(f"({left} more plan{'s' if left > 1 else ''}: --all)")
+        lines += wrap(f"costs: {rec.plans[0].costs_source}; acceptance: {rec.plans[0].acceptance.source}"
+                      if rec.plans[0].acceptance else "")
         lines.append("")
     c = rec.choice
     if c.draft:
-        lines.append(f"RECOMMENDED  draft {c.draft}, K={c.k}, KV {c.kv_dtype}: {c.speedup:.2f}x "
-                     f"({c.speedup_interval[0]:.2f}-{c.speedup_interval[1]:.2f}x), {c.verdict}")
+        lines += wrap(f"RECOMMENDED  draft {c.draft}, K={c.k}, KV {c.kv_dtype}: {c.speedup:.2f}x "
+                      f"({c.speedup_interval[0]:.2f}-{c.speedup_interval[1]:.2f}x), {c.verdict}")
     else:
         lines.append("RECOMMENDED  no speculation: plain decoding")
-    lines += [f"  - {r}" for r in c.reasons]
+    lines += [x for r in c.reasons for x in wrap(f"- {r}", indent="  ")]
     if c.per_batch:
         cross = (f"speculation stops paying at {c.crossover_batch} concurrent sequences" if c.crossover_batch
                  else f"speculation pays up to {c.per_batch[-1].batch} concurrent sequences")
-        lines.append("under load: " + ", ".join(f"B={p.batch} {p.speedup:.2f}x (K={p.k})" for p in c.per_batch)
-                     + f"; {cross} (per-sequence scheduler costs not modelled)")
+        lines += wrap("under load: " + ", ".join(f"B={p.batch} {p.speedup:.2f}x (K={p.k})" for p in c.per_batch)
+                      + f"; {cross} (per-sequence scheduler costs not modelled)")
     lines.append("")
     for key, value in c.launch.items():
         lines.append(f"{key}:")
-        lines += [f"  {line}" for line in str(value).splitlines()]
-    lines += [f"note: {n}" for n in rec.notes]
+        text = str(value)
+        if key == "command":
+            lines += command_lines(text, indent="  ")
+        elif key == "python":
+            lines += [x for line in text.splitlines() for x in python_lines(line, indent="  ")]
+        else:
+            lines += [x for line in text.splitlines() for x in wrap(line, indent="  ")]
+    lines += [x for n in rec.notes for x in wrap(f"note: {n}")]
     return "\n".join(lines)

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.fmt import fmt_bytes, fmt_count, tabulate
+from ..core.fmt import fmt_bytes, fmt_count
 from ..fits.memory import Ledger, ModelLedger
+from . import width
 
 
 def model_ledger_json(m: ModelLedger) -> dict[str, Any]:
@@ -29,6 +30,9 @@ def ledger_json(ledger: Ledger, warnings: list[str] | None = None) -> dict[str, 
             "models": [model_ledger_json(m) for m in ledger.models],
             "overhead_bytes": ledger.overhead_bytes, "overhead_source": ledger.overhead_source,
             "total_bytes": ledger.total_bytes, "warnings": list(warnings or [])}
+
+
+SOURCE_MIN_WIDTH = 24  # a source column narrower than this wraps into too many lines to read
 
 
 def ledger_table(ledger: Ledger) -> str:
@@ -61,4 +65,10 @@ def ledger_table(ledger: Ledger) -> str:
             ledger.overhead_source),
         row("TOTAL", [fmt_bytes(ledger.total_bytes)] + [""] * (len(ms) - 1), f"{s.engine}"),
     ]
-    return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+    full = width.table(rows, headers)
+    if width.fits(full):
+        return full
+    # too wide for the terminal: model ids above the table, the source column wrapped
+    short = ["", *[m.role for m in ms], "source"]
+    return "\n".join([*(f"{m.role}: {m.id}" for m in ms), width.table(rows, short, shrink=(len(short) - 1,),
+                                                                       floor=SOURCE_MIN_WIDTH)])
