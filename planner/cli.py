@@ -103,8 +103,8 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo(_version_line())
         sys.exit(0)
     _register(_modules_for(args))
-    # Always a group: with one command module imported, typer would otherwise run that command as the root.
-    command = typer.main.get_group(app)
+    # Always a group: the root callback (_root) makes get_command build one even with one command module.
+    command = typer.main.get_command(app)  # a group (the root has a callback), with the completion options
     try:
         rc = command(args=args, standalone_mode=False)
     except PlannerError as e:

@@ -24,8 +24,8 @@ ParallelBatchOpt = Annotated[int, typer.Option("--batch", "-b", "--parallel", "-
 DraftContextOpt = Annotated[str | None, typer.Option(
     "--draft-context", "-cd", help="The draft's own context per sequence (llama.cpp -cd; default: --context).")]
 EngineAutoOpt = Annotated[str, typer.Option(
-    "--engine", "-e", help="auto (llama.cpp for a .gguf, else transformers) | transformers | vllm | sglang | "
-                           "llama.cpp | mlx (cache layout).")]
+    "--engine", "-e", help="auto (llama.cpp for a .gguf; else by machine: GPU vllm, Apple and CPU llama.cpp; "
+                           "no machine: transformers) | transformers | vllm | sglang | llama.cpp | mlx.")]
 KvDtypeOpt = Annotated[str | None, typer.Option("--kv-dtype",
                                                 help="KV cache type: auto, f16, bf16, fp8, q8_0, q4_0, ...")]
 WeightsDtypeOpt = Annotated[str | None, typer.Option(

@@ -59,6 +59,7 @@ def bench(
     Exit code: 0 when speculation was faster (or the output was checked lossless and not slower),
     1 when it was slower or greedy output differed from the target's, 2 bad input.
 
+    \b
     Examples:
       planner bench ./smollm2-360m --draft ./smollm2-135m --k auto --tokens 64
       planner bench .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --draft .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --json

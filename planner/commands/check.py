@@ -92,6 +92,7 @@ def check(
     Requirements: fits, min_headroom, max_total_memory, compatible, min_speedup (docs/check.md).
     Exit code: 0 every requirement passes (skips allowed), 1 any fails, 2 a bad policy or input.
 
+    \b
     Examples:
       planner check
       planner check --config deploy/planner.toml --junit planner-junit.xml

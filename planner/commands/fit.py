@@ -242,6 +242,7 @@ def fit(
 
     Exit code 0 when it fits, 1 when it does not, 2 on bad input.
 
+    \b
     Examples:
       planner fit llama-3.1-8b --draft llama-3.2-1b-instruct --machine rtx-4090 --engine llama.cpp
       planner fit ./Llama-3.1-70B --machine 2x-rtx-4090 --engine vllm --weights-dtype int4 --json

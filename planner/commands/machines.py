@@ -29,6 +29,7 @@ def _flops(n: int | None) -> str:
 def list_cmd(as_json: JsonOpt = False, wide: WideOpt = False) -> None:
     """List the bundled machines: memory, bandwidth and dense BF16/FP16 TFLOP/s.
 
+    \b
     Examples:
       planner machines list
       planner machines list --json
@@ -49,6 +50,7 @@ def list_cmd(as_json: JsonOpt = False, wide: WideOpt = False) -> None:
 def show_cmd(name: NameArg, as_json: JsonOpt = False) -> None:
     """One machine with every figure and its source.
 
+    \b
     Examples:
       planner machines show h100-sxm
       planner machines show ./my-box.json --json
@@ -74,6 +76,7 @@ def show_cmd(name: NameArg, as_json: JsonOpt = False) -> None:
 def detect_cmd(as_json: JsonOpt = False) -> None:
     """What this host has: GPUs (nvidia-smi, else torch), Apple unified memory, or CPU RAM.
 
+    \b
     Examples:
       planner machines detect
       planner machines detect --json

@@ -47,6 +47,7 @@ def memory(
 ) -> None:
     """Memory ledger of a target (and optional draft): weights, KV cache, activations, overhead.
 
+    \b
     Examples:
       planner memory llama-3.1-8b --context 8k
       planner memory Qwen/Qwen2.5-7B-Instruct --draft Qwen/Qwen2.5-0.5B-Instruct --engine vllm --json

@@ -38,6 +38,7 @@ def pair_cmd(
     Exit code 1 when the pair is incompatible for --engine (without --engine: for every engine),
     0 otherwise, 2 on bad input.
 
+    \b
     Examples:
       planner pair qwen2.5-7b qwen2.5-0.5b
       planner pair meta-llama/Llama-3.1-8B meta-llama/Llama-3.2-1B-Instruct --engine vllm --json

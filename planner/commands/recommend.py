@@ -94,6 +94,7 @@ def recommend(
 
     Exit code: 0 a plan was made (speculation or plain decoding), 1 the target does not fit, 2 bad input.
 
+    \b
     Examples:
       planner recommend qwen2.5-7b-instruct --machine rtx-4090
       planner recommend llama-3.1-8b-instruct --machine m3-max-36gb --engine llama.cpp --context 16k

@@ -112,6 +112,7 @@ def report(
 
     Exit code: 0 the report was written, 2 bad input. (Gate CI with 'planner check'.)
 
+    \b
     Examples:
       planner report qwen2.5-14b-instruct --draft qwen2.5-1.5b-instruct --machine h100-sxm --machine rtx-4090 --out fit.html
       planner report llama-3.1-8b-instruct --gpu-memory 24GiB --engine llama.cpp --out fit.md
