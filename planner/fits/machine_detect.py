@@ -263,4 +263,6 @@ def with_host_measurements(m: Machine) -> Machine:
                "flops": why}
     return replace(m, bandwidth_bytes_per_s=int(bw), peak_flops={**dict.fromkeys(FLOP_DTYPES), "bf16": flops,
                                                                  "fp16": flops},
-                   sources=sources, notes=(*m.notes, "bandwidth measured, FLOP/s estimated (CPU not in catalog)"))
+                   sources=sources, notes=(*(n for n in m.notes if "not in the catalog" not in n),
+                                           f"'{m.devices[0].name}' is not in the catalog: bandwidth measured on this "
+                                           f"host, FLOP/s estimated"))
