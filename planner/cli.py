@@ -20,6 +20,7 @@ from typing import Annotated
 import typer
 import typer.main
 
+from .commands import _fastparse as fastparse
 from .commands._common import app
 from .core.constants import is_debug
 from .core.errors import PlannerError
@@ -105,6 +106,7 @@ def main(argv: list[str] | None = None) -> None:
     _register(_modules_for(args))
     # Always a group: the root callback (_root) makes get_command build one even with one command module.
     command = typer.main.get_command(app)  # a group (the root has a callback), with the completion options
+    fastparse.install(command)  # plain option values without importing pydantic (start-up)
     try:
         rc = command(args=args, standalone_mode=False)
     except PlannerError as e:
