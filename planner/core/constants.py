@@ -36,6 +36,12 @@ def hf_token() -> str | None:
     return os.environ.get("HF_TOKEN") or None
 
 
+def github_actions() -> tuple[bool, str | None]:
+    """(running in GitHub Actions: GITHUB_ACTIONS=true, the $GITHUB_STEP_SUMMARY file or None)."""
+    on = (os.environ.get("GITHUB_ACTIONS") or "").strip().lower() == "true"
+    return on, (os.environ.get("GITHUB_STEP_SUMMARY") or None) if on else None
+
+
 def catalog_dir() -> Path:
     """Where the catalogs live: SPEC_PLANNER_CATALOG, else the package data `planner/catalogs/`.
 

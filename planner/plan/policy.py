@@ -104,7 +104,8 @@ class Policy:
 
 
 def load_policy(path: str | Path | None = None) -> Policy:
-    """Read planner.toml (or pyproject.toml's [tool.planner]); default: ./planner.toml, then ./pyproject.toml.
+    """Read planner.toml (or pyproject.toml's [tool.planner]); default: ./planner.toml, then ./pyproject.toml,
+    then the same in each parent folder up to the repository root (the first folder with a .git).
 
     Raises:
         ConfigError: missing file, invalid TOML, unknown key, wrong type or value; names file and key.
@@ -139,10 +140,33 @@ def _find(path: str | Path | None) -> Path:
         if not p.is_file():
             raise ConfigError(f"Cannot read policy '{p}': file not found.", p)
         return p
-    for name in ("planner.toml", "pyproject.toml"):
-        if Path(name).is_file():
-            return Path(name)
-    raise ConfigError("Cannot find a policy: no planner.toml or pyproject.toml here. Pass --config FILE.")
+    here = Path.cwd()
+    for d in (here, *here.parents):  # like ruff and pytest: this folder, then its parents
+        if (d / "planner.toml").is_file():
+            return _shown(d / "planner.toml", here)
+        pyproject = d / "pyproject.toml"
+        if pyproject.is_file() and _has_planner_table(pyproject):
+            return _shown(pyproject, here)
+        if (d / ".git").exists():
+            break  # the repository's root: a policy above it belongs to something else
+    if (here / "pyproject.toml").is_file():
+        return Path("pyproject.toml")  # read, so the error names its missing [tool.planner] table
+    raise ConfigError("Cannot find a policy: no planner.toml or pyproject.toml here or in a parent folder (up to "
+                      "the repository root). Pass --config FILE.")
+
+
+def _shown(p: Path, here: Path) -> Path:
+    """The policy path as messages show it: relative to the working folder when below it."""
+    return p.relative_to(here) if p.parent == here else p
+
+
+def _has_planner_table(p: Path) -> bool:
+    """Whether a parent folder's pyproject.toml has a [tool.planner] table (a bounded text check)."""
+    try:
+        with p.open("rb") as fh:
+            return b"[tool.planner" in fh.read(JSON_MAX_BYTES)
+    except OSError:
+        return False
 
 
 def parse_policy(doc: dict[str, Any], origin: str) -> Policy:
