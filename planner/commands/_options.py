@@ -39,7 +39,7 @@ MachineOpt = Annotated[str | None, typer.Option(
 GpuMemoryOpt = Annotated[str | None, typer.Option("--gpu-memory", help="Memory per device, e.g. 24GiB or 80GB.")]
 GpusOpt = Annotated[int | None, typer.Option("--gpus", help="Number of devices (GPUs).", min=1)]
 UtilizationOpt = Annotated[float | None, typer.Option(
-    "--utilization", help="Share of each device the engine may use (default: vLLM 0.9, else 1.0; Apple: the Metal "
+    "--utilization", help="Share of each device the engine may use (default: vLLM 0.92, SGLang 0.9, else 1.0; Apple: the Metal "
                           "working set; CPU: RAM after OS headroom).")]
 TpOpt = Annotated[int | None, typer.Option("--tp", help="Tensor-parallel size.", min=1)]
 PpOpt = Annotated[int | None, typer.Option("--pp", help="Pipeline-parallel size (layer split).", min=1)]

@@ -17,11 +17,12 @@ from .base import Engine, LaunchInput, Side, Verdict, pad, quote, with_notes
 
 NAME = "vllm"
 # KV block of 16 tokens (v1/kv_cache_interface.py); max_num_batched_tokens 2048 for the OpenAI server
-# on most GPUs (8192 for the offline LLM class); gpu_memory_utilization 0.9; the sampler's profile run
-# samples max_num_seqs (256) rows.
+# on most GPUs (8192 for the offline LLM class); gpu_memory_utilization 0.92 (CacheConfig
+# Field(default=0.92), vllm/config/cache.py:215 in 0.33.0, unchanged at upstream 002f10e0; it was 0.9
+# before); the sampler's profile run samples max_num_seqs (256) rows.
 BLOCK_TOKENS = 16
 MAX_BATCHED_TOKENS = 2048
-GPU_UTILIZATION = 0.9
+GPU_UTILIZATION = 0.92
 MAX_NUM_SEQS = 256
 NON_TORCH_BYTES = 1833 * MiB  # 1.79 GiB (PR #10511)
 
