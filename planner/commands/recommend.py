@@ -8,6 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
+from .. import engines
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
 from ..core.fmt import fmt_bytes
 from ..core.units import parse_batches, parse_bytes, parse_tokens
@@ -122,6 +123,7 @@ def recommend(
     costs_for, measured, k_cap = None, None, max_k
     if profile or probe:
         prof = _profile(profile, spec, cands, m, ctx, max_k) if profile else _probe_now(spec, cands, ctx, max_k)
+        _warn_backend(prof, eng, weights_dtype or spec.weights.dominant_dtype)
         roof = P.roofline_machine(m, layout, eng) if m.bandwidth_bytes_per_s else None
         costs_for = P.profile_costs(prof, spec, roof)
         k_cap = min(max_k, len(prof.target.verify_s) - 1)
@@ -185,6 +187,18 @@ def _profile(path: str, spec: Any, cands: Any, m: Any, ctx: int, k_max: int) -> 
     if prof.context != ctx:
         warn(f"profile measured at context {prof.context}, planning for {ctx}")
     return prof
+
+
+def _warn_backend(prof: Any, engine: str, weights: str | None) -> None:
+    """The costs were measured by another engine, or at another dtype, than the command printed runs."""
+    ran = engines.measured_by(prof.backend)
+    if ran != engine:
+        warn(f"the profile was measured with {prof.backend}, and the command runs {engine}: kernels, CUDA graphs and "
+             f"per-step overheads differ, so its costs may not carry over; probe with the engine you deploy"
+             + (" (planner probe --backend llamacpp)" if engine == engines.llamacpp.NAME else ""))
+    if weights and prof.dtype and weights.upper() != prof.dtype.upper():
+        warn(f"the profile was measured at {prof.dtype}, the plan sizes weights as {weights}: weight reads and "
+             f"matmul kernels differ at another dtype")
 
 
 def _probe_now(spec: Any, cands: Any, ctx: int, k_max: int) -> Any:
