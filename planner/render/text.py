@@ -61,8 +61,8 @@ def ledger_table(ledger: Ledger) -> str:
     rows += [
         row("activations (peak)", [fmt_bytes(m.activation_bytes) for m in ms], t.provenance["activations"]),
         row("model total", [fmt_bytes(m.total_bytes) for m in ms], "sum"),
-        row("runtime overhead (once)", [fmt_bytes(ledger.overhead_bytes)] + [""] * (len(ms) - 1),
-            ledger.overhead_source),
+        *([row("runtime overhead (once)", [fmt_bytes(ledger.overhead_bytes)] + [""] * (len(ms) - 1),
+               ledger.overhead_source)] if ledger.overhead_bytes else []),  # none on Metal/CPU: no row
         row("TOTAL", [fmt_bytes(ledger.total_bytes)] + [""] * (len(ms) - 1), f"{s.engine}"),
     ]
     full = width.table(rows, headers)

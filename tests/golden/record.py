@@ -52,6 +52,8 @@ def run(argv: list[str]) -> str:
         cwd, columns = os.getcwd(), os.environ.get("COLUMNS")
         os.chdir(ROOT)
         os.environ["COLUMNS"] = GOLDEN_COLUMNS  # text output fills the terminal: record at a fixed width
+        host = os.environ.get("SPEC_PLANNER_HOST_KIND")
+        os.environ["SPEC_PLANNER_HOST_KIND"] = "none"  # `planner memory` glances at the host: not here
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 try:
@@ -61,10 +63,11 @@ def run(argv: list[str]) -> str:
                     rc = e.code if isinstance(e.code, int) else 1
         finally:
             os.chdir(cwd)
-            if columns is None:
-                os.environ.pop("COLUMNS", None)
-            else:
-                os.environ["COLUMNS"] = columns
+            for key, old in (("COLUMNS", columns), ("SPEC_PLANNER_HOST_KIND", host)):
+                if old is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = old
         # Plots (SVG) carry matplotlib's own ids and dates: the text beside them is what is compared.
         files = {p.name: p.read_text() for p in sorted(Path(tmp).iterdir()) if p.suffix != ".svg"}
         text = normalise(f"exit: {rc}\n--- stdout\n{out.getvalue()}--- stderr\n{err.getvalue()}", tmp)
