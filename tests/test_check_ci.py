@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from planner.cli import main
@@ -64,3 +66,11 @@ def test_policy_found_in_a_parent_folder_up_to_the_repository_root(tmp_path, cap
     monkeypatch.chdir(inner)
     code, _, err = run(["check"], capsys)
     assert code == 2 and "Cannot find a policy" in err
+
+
+def test_a_deployment_without_engine_gets_each_machines_default(tmp_path, capsys):
+    text = ('[[deployment]]\nname = "any"\ntarget = "qwen2.5-0.5b-instruct"\n'
+            'machines = ["h100-sxm", "m3-max-36gb", "cpu-ryzen-9-7950x-64gb"]\n')
+    _, out, _ = run(["check", "--config", str(policy(tmp_path, text)), "--json"], capsys)
+    engines_by_machine = {d["machine"]: d["engine"] for d in json.loads(out)["deployments"]}
+    assert engines_by_machine == {"h100-sxm": "vllm", "m3-max-36gb": "llama.cpp", "cpu-ryzen-9-7950x-64gb": "llama.cpp"}

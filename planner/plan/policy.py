@@ -38,8 +38,9 @@ from ..core.units import parse_bytes, parse_tokens
 from ..fits.memory import kv_format
 from .recommend import parse_acceptance
 
-# A policy describes a serving deployment: its default engine is the GPU serving default (vLLM).
-SERVING_ENGINE = engines.default_engine("gpu")
+# A deployment without an engine runs what `--engine auto` picks on each of its machines (engines.default_engine:
+# llama.cpp for a GGUF target, vLLM on GPUs, llama.cpp on Apple silicon and CPUs), as fit and recommend do.
+AUTO_ENGINE = "auto"
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -73,7 +74,7 @@ class Deployment:
     name: str
     target: str
     draft: str | None = None
-    engine: str = SERVING_ENGINE
+    engine: str = AUTO_ENGINE  # resolved per machine (plan/scenario.py)
     context: int = DEFAULT_CONTEXT
     batch: int = 1
     kv_dtype: str | None = None
@@ -282,7 +283,7 @@ def _deployment(d: dict[str, Any], origin: str, where: str) -> Deployment:
     if "k" in d and "max_k" in d and d["k"] > d["max_k"]:
         raise ConfigError(f"Cannot use policy '{origin}': {where} k = {d['k']} is above max_k = {d['max_k']} "
                           f"(expected k <= max_k).", origin, key="k")
-    engine = _checked(origin, where, "engine", lambda: _engine(d.get("engine", SERVING_ENGINE)))
+    engine = _checked(origin, where, "engine", lambda: _engine(d.get("engine", AUTO_ENGINE)))
     for key, check in (("kv_dtype", lambda v: _kv(v, engine)), ("weights_dtype", _weights),
                        ("acceptance", _acceptance)):
         if key in d:
@@ -311,12 +312,24 @@ def _checked(origin: str, where: str, key: str, fn: Any) -> Any:
 
 
 def _engine(name: str) -> str:
-    return engines.canonical(name)
+    return AUTO_ENGINE if name.strip().lower() == AUTO_ENGINE else engines.canonical(name)
 
 
 def _kv(value: str, engine: str) -> None:
-    if value.strip().lower() != "auto":
+    """A KV type the engine (any engine `auto` may pick) can hold."""
+    if value.strip().lower() == "auto":
+        return
+    if engine != AUTO_ENGINE:
         kv_format(value, "BF16", engine)
+        return
+    errors = []
+    for e in dict.fromkeys(engines.default_engine(k) for k in ("gpu", "apple", "cpu")):
+        try:
+            kv_format(value, "BF16", e)
+            return
+        except UsageError as err:
+            errors.append(err)
+    raise errors[0]
 
 
 def _weights(value: str) -> None:
