@@ -120,6 +120,7 @@ CASES = {
     "draft-gguf-repos": LaunchInput(target="bartowski/Qwen2.5-7B-Instruct-GGUF",
                                     draft="bartowski/Qwen2.5-0.5B-Instruct-GGUF", k=2, context=4096,
                                     weights_quant="q4_k", draft_weights_quant="Q8_0"),
+    "draft-nf4-weights": LaunchInput(target=ST_TARGET, draft=ST_DRAFT, k=2, context=4096, weights_quant="nf4"),
     "offload-pp-fp8": LaunchInput(target=ST_TARGET, draft=ST_DRAFT, k=3, context=4096, pp=2, gpu_layers=20,
                                   cpu_moe_layers=4, weights_quant="fp8"),
     "draft-catalog-ids": LaunchInput(target="qwen2.5-7b-instruct", draft="qwen2.5-0.5b-instruct", k=3,

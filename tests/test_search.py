@@ -154,3 +154,10 @@ def test_offload_flags_render_for_llamacpp():
     out = engines.launch("llama.cpp", engines.LaunchInput(target="x.gguf", draft=None, k=1, context=4096,
                                                           gpu_layers=26, cpu_moe_layers=4))
     assert " -ngl 26 --n-cpu-moe 4" in out["command"]
+
+
+def test_transformers_snippet_quantises_as_the_ledger_sized():
+    out = engines.launch("transformers", engines.LaunchInput(target="t", draft=None, k=1, context=4096,
+                                                             weights_quant="nf4"))
+    assert "quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4')" in out["python"]
+    compile(out["python"], "<snippet>", "exec")
