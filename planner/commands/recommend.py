@@ -93,7 +93,8 @@ def recommend(
 ) -> None:
     """Rank candidate drafts x K x KV dtype that fit and are compatible; print the best plan and how to launch it.
 
-    Exit code: 0 a plan was made (speculation or plain decoding), 1 the target does not fit, 2 bad input.
+    Exit code: 0 a plan was made (speculation or plain decoding; when the target does not fit as asked, with
+    the cheapest combination of changes that fits, named in a note), 1 nothing fits, 2 bad input.
 
     \b
     Examples:
