@@ -161,3 +161,18 @@ def test_transformers_snippet_quantises_as_the_ledger_sized():
                                                              weights_quant="nf4"))
     assert "quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4')" in out["python"]
     compile(out["python"], "<snippet>", "exec")
+
+
+def test_offload_ledger_around_the_chosen_ngl(llama70b, capsys):
+    code, out, _ = run(["fit", "llama-3.3-70b-instruct", "--machine", "2x-rtx-4090", "--engine", "llama.cpp",
+                        "--json"], capsys)
+    assert code == 1  # as asked (bf16, every layer on the GPUs) it does not fit
+    best = json.loads(out)["combinations"][0]
+    ngl = best["gpu_layers"]
+    rows = {r["gpu_layers"]: r for r in best["offload_ledger"]}
+    assert rows[ngl]["headroom_bytes"] >= 0 > rows[ngl + 1]["headroom_bytes"]  # the largest -ngl that fits
+    # each layer fewer on the GPUs moves one decoder layer's weights and KV to host RAM
+    layer = rows[ngl - 4]["host_bytes"] - rows[ngl]["host_bytes"]
+    s = Settings(engine="llama.cpp", context=4096)
+    one = sum(t.nbytes for t in resident_tensors(llama70b, s) if t.layer == 40) + 2 * 8 * 128 * 2 * 4096
+    assert layer == 4 * one

@@ -107,7 +107,11 @@ def combination_json(c: Any, launch: dict[str, str] | None = None) -> dict[str, 
             "utilization": q.utilization, "context": q.settings.context, "tp": q.layout.tp, "pp": q.layout.pp,
             "gpu_layers": q.layout.gpu_layers, "cpu_moe_layers": q.layout.cpu_moe_layers,
             "decode_time_factor": round(c.speed_factor, 4) if c.speed_factor is not None else None,
-            "decode_time_source": c.speed_source, **({"launch": launch} if launch is not None else {})}
+            "decode_time_source": c.speed_source, **({"launch": launch} if launch is not None else {}),
+            **({"offload_ledger": [{"gpu_layers": o.gpu_layers, "used_bytes": o.used_bytes,
+                                    "headroom_bytes": o.headroom_bytes, "host_bytes": o.host_bytes}
+                                   for o in searchmod.offload_ledger(q, q.layout.gpu_layers)]}
+               if launch is not None and q.layout.gpu_layers is not None else {})}
 
 
 def fit_json(r, warnings: list[str], launch: dict[str, str] | None = None) -> dict[str, Any]:
@@ -154,7 +158,8 @@ def combinations_text(r: Any, launch: dict[str, str] | None) -> list[str]:
              "  flags: " + " ".join(f for _, f in best.changes),
              f"  headroom {fmt_bytes(best.headroom_bytes)} on the tightest device"
              + (f"; host RAM {fmt_bytes(best.host_bytes)}" if best.host_bytes else ""),
-             *wrap(f"decode time {_speed(best)} of the plan as asked ({best.speed_source})", indent="  ")]
+             *wrap(f"decode time {_speed(best)} of the plan as asked ({best.speed_source})" if best.speed_factor
+                   is not None else f"decode time: {best.speed_source}", indent="  ")]
     for key, value in (launch or {}).items():
         if key == "command":
             lines += command_lines(value, indent="  ", head="command: ")
@@ -162,6 +167,11 @@ def combinations_text(r: Any, launch: dict[str, str] | None) -> list[str]:
             lines += [f"  {key}:", *(x for line in value.splitlines() for x in python_lines(line, indent="    "))]
         else:
             lines += wrap(f"{key}: {value}", indent="  ")
+    if best.problem.layout.gpu_layers is not None:
+        rows = searchmod.offload_ledger(best.problem, best.problem.layout.gpu_layers)
+        lines += ["", width.table([[f"-ngl {o.gpu_layers}", fmt_bytes(o.used_bytes), fmt_bytes(o.headroom_bytes),
+                                    fmt_bytes(o.host_bytes), "yes" if o.headroom_bytes >= 0 else "no"] for o in rows],
+                                  ["offload", "GPU used", "headroom", "host RAM", "fits"])]
     rest = r.combinations[1:SHOWN_COMBINATIONS + 1]
     if rest:
         lines += ["", width.table([[" + ".join(w for w, _ in c.changes), fmt_bytes(c.headroom_bytes),

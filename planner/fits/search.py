@@ -217,6 +217,29 @@ def _offloads(q: Problem) -> Iterator[tuple[Problem, tuple[str, str]]]:
                (f"{ngl - 1} of {n} layers + output on GPU", f"--gpu-layers {ngl}"))
 
 
+@dataclass(frozen=True)
+class OffloadRow:
+    """One -ngl N of a partial offload: what the tightest GPU uses, what stays in host RAM."""
+
+    gpu_layers: int
+    used_bytes: int
+    headroom_bytes: int
+    host_bytes: int
+
+
+def offload_ledger(q: Problem, around: int, *, steps: tuple[int, ...] = (2, 1, 0, -4, -8, -16)) -> list[OffloadRow]:
+    """The ledger at -ngl values around `around` (one more layer on the GPUs does not fit, fewer leave
+    room): for each, the tightest device's use and headroom and the bytes in host RAM."""
+    n = q.target.n_layers
+    rows = []
+    for g in sorted({around + d for d in steps if q.layout.pp + 1 <= around + d <= n + 1}, reverse=True):
+        r = replace(q, layout=replace(q.layout, gpu_layers=g))
+        devs = evaluate(r, r.settings.context, r.settings.batch)
+        tight = min(devs, key=lambda d: d.headroom_bytes)
+        rows.append(OffloadRow(g, tight.used_bytes, tight.headroom_bytes, sum(d.host_bytes for d in devs)))
+    return rows
+
+
 def _host_ok(q: Problem, host: int) -> bool:
     m = q.machine
     return m.host_memory_bytes is None or host <= m.host_memory_bytes * CPU_USABLE_FRACTION
