@@ -286,8 +286,8 @@ def key_alpha(o: Any) -> str:
 
 def plan_rows(plans: Any, limit: int | None) -> tuple[list[list[str]], int]:
     """Table rows with plans of identical figures collapsed into one (base and instruct drafts of one size,
-    KV types that change no speed figure; the headroom shows its range), in rank order; and how many rows
-    `limit` left out."""
+    KV types that change no speed figure; the headroom is the first plan's, its range with --wide), in rank
+    order; and how many rows `limit` left out."""
     groups: dict[tuple, list[Any]] = {}
     for o in plans:
         key = (o.k, *_speed_cells(o), o.fits, key_runs(o), key_alpha(o))  # what differs between real choices
@@ -299,6 +299,8 @@ def plan_rows(plans: Any, limit: int | None) -> tuple[list[list[str]], int]:
         a, b = fmt_bytes(lo).split(" "), fmt_bytes(hi).split(" ")
         if lo == hi or not o.usable:  # a plan that cannot run: how close the nearest comes
             head = fmt_bytes(hi)
+        elif not width.is_wide():  # the row's first (ranked) plan; --wide shows the range
+            head = fmt_bytes(o.headroom_bytes)
         else:
             head = f"{a[0]}-{b[0]} {a[1]}" if a[1] == b[1] and lo >= 0 else f"{fmt_bytes(lo)} to {fmt_bytes(hi)}"
         rows.append([_names([x.draft for x in same]), "/".join(dict.fromkeys(x.kv_dtype for x in same)), str(o.k),
