@@ -20,6 +20,7 @@ from typing import Annotated
 import typer
 import typer.main
 
+from .commands import _fastparse as fastparse
 from .commands._common import app
 from .core.atomic import forget_inputs
 from .core.constants import is_debug
@@ -105,8 +106,9 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(0)
     forget_inputs()  # a new run: only the files this run reads are protected from its outputs
     _register(_modules_for(args))
-    # Always a group: with one command module imported, typer would otherwise run that command as the root.
-    command = typer.main.get_group(app)
+    # Always a group: the root callback (_root) makes get_command build one even with one command module.
+    command = typer.main.get_command(app)  # a group (the root has a callback), with the completion options
+    fastparse.install(command)  # plain option values without importing pydantic (start-up)
     try:
         rc = command(args=args, standalone_mode=False)
     except PlannerError as e:

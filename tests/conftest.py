@@ -20,6 +20,13 @@ def _offline(monkeypatch, tmp_path_factory):
     monkeypatch.delenv("SPEC_PLANNER_OFFLINE", raising=False)
 
 
+@pytest.fixture(autouse=True)
+def _no_particular_host(monkeypatch):
+    """`planner memory` sizes for the host it runs on (fits/machine_detect.py host_kind); tests read the same on
+    every machine unless they set SPEC_PLANNER_HOST_KIND themselves."""
+    monkeypatch.setenv("SPEC_PLANNER_HOST_KIND", "none")
+
+
 def model_dir(tmp_path: Path, name: str, **overrides) -> Path:
     """A model directory holding the reference config `name` (tests/fixtures/configs/<name>.json)."""
     cfg = json.loads((CONFIGS / f"{name}.json").read_text())

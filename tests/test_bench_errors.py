@@ -8,6 +8,7 @@ transformers cannot load), a path that does not exist, and a --threads count the
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 from pathlib import Path
@@ -153,3 +154,24 @@ def test_bench_real_gguf_draft_of_another_tokenizer(models, capsys):
         pytest.skip("real GGUF files absent: python scripts/fetch_ggufs.py")
     line = one_error_line(capsys, ["bench", str(models["good"]), "--draft", str(draft), *BENCH])
     assert "encodes prompt 0" in line
+
+
+def test_bench_folders_without_tokenizer_run_on_token_id_prompts(models, capsys, tmp_path):
+    prompts = tmp_path / "ids.json"
+    prompts.write_text('{"prompts": [{"kind": "code", "ids": [101, 2023, 2003, 1037, 3231]}]}')
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as e:
+        main(["bench", str(models["no-tokenizer"]), "--draft", str(models["no-tokenizer"]), *BENCH,
+              "--prompts", str(prompts), "--json"])
+    out = capsys.readouterr().out
+    assert e.value.code in (0, 1)
+    d = json.loads(out)
+    assert d["k"] == 2 and d["greedy_identical"] is True  # the same model drafts for itself
+
+
+def test_bench_token_id_outside_the_vocabulary(models, capsys, tmp_path):
+    prompts = tmp_path / "ids.json"
+    prompts.write_text('{"prompts": [{"ids": [5, 30522]}]}')  # the tiny models have 30522 ids: 0..30521
+    line = one_error_line(capsys, ["bench", str(models["no-tokenizer"]), "--draft", str(models["good"]), *BENCH,
+                                   "--prompts", str(prompts)])
+    assert "token id 30522 is outside the models' vocabulary" in line

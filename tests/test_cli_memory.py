@@ -117,3 +117,16 @@ def test_catalog_alias_resolves_offline(capsys):
     m = json.loads(out)["models"][0]
     assert m["id"] == "meta-llama/Llama-3.1-8B" and m["weights_bytes"] == 16_060_522_496
     assert m["provenance"]["weights"].startswith("config shapes (catalog")
+
+
+def test_memory_on_a_cpu_host_has_no_cuda_context(capsys, monkeypatch):
+    monkeypatch.setenv("SPEC_PLANNER_HOST_KIND", "cpu")
+    code, out, _ = run(["memory", "llama-3.1-8b", "--json"], capsys)
+    d = json.loads(out)
+    assert code == 0 and d["engine"] == "llama.cpp" and d["overhead_bytes"] == 0  # Metal/CPU default engine
+    _, text, _ = run(["memory", "llama-3.1-8b"], capsys)
+    assert "CUDA" not in text and "runtime overhead" not in text
+    monkeypatch.setenv("SPEC_PLANNER_HOST_KIND", "gpu")  # a GPU host: vLLM and its non-torch memory
+    _, out, _ = run(["memory", "llama-3.1-8b", "--json"], capsys)
+    d = json.loads(out)
+    assert d["engine"] == "vllm" and d["overhead_bytes"] == 1833 * 2**20

@@ -599,7 +599,13 @@ def test_spec_identity_fields(tmp_path):
     kv = [*lm_kv("qwen2", layers=1, hidden=64, heads=4), ("general.name", "Qwen2.5 0.5B Instruct", STR), ("general.basename", "qwen2.5", STR), ("general.file_type", 7, U32), *tok_kv("gpt2", TOKENS, pre="qwen2")]
     spec = load_spec(str(write_gguf(tmp_path / "q.gguf", "qwen2", kv=kv,
                                     tensors=[("output.weight", "Q8_0", (64, 64))])))
-    assert (spec.id, spec.family, spec.model_type, spec.source) == ("Qwen2.5 0.5B Instruct", "qwen2.5", "qwen2", "gguf")
+    # the label is the file name, never general.name (converters fill it from config strings)
+    assert (spec.id, spec.family, spec.model_type, spec.source) == ("q.gguf", "qwen2.5", "qwen2", "gguf")
+    # a generic file name: general.basename + general.size_label + the file type's quant
+    generic = load_spec(str(write_gguf(tmp_path / "ggml-model-00001-of-00001.gguf", "qwen2",
+                                       kv=[*kv, ("general.size_label", "0.5B", STR)],
+                                       tensors=[("output.weight", "Q8_0", (64, 64))])))
+    assert generic.id == "qwen2.5-0.5B-Q8_0"
     assert spec.quantization == "Q8_0" and spec.instruct is True and not spec.tied_embeddings
     assert spec.provenance["weights"] == "GGUF header (exact)"
     bare = load_spec(str(write_gguf(tmp_path / "bare.gguf", "qwen2", kv=lm_kv("qwen2", layers=1, hidden=64,

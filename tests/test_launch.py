@@ -33,6 +33,7 @@ LLAMACPP_FLAGS = {
     "-hf": (True, "common/arg.cpp:3060"),  # <user>/<model>[:quant], a repo holding .gguf files
     "-c": (True, "common/arg.cpp:1639"),
     "-ngl": (True, "common/arg.cpp:2789"),
+    "--n-cpu-moe": (True, "common/arg.cpp:2767"),
     "-np": (True, "common/arg.cpp:2544"),
     "--kv-unified": (False, "common/arg.cpp:1724"),
     "-ctk": (True, "common/arg.cpp:2437"),
@@ -61,6 +62,8 @@ LLAMACPP_KV_TYPES = ("f32", "f16", "bf16", "q8_0", "q4_0", "q4_1", "iq4_nl", "q5
 VLLM_FLAGS = {
     "--max-model-len": (True, "vllm/engine/arg_utils.py:991"),
     "--tensor-parallel-size": (True, "vllm/engine/arg_utils.py:1209"),
+    "--pipeline-parallel-size": (True, "vllm/engine/arg_utils.py:1171"),
+    "--quantization": (True, "vllm/engine/arg_utils.py:992"),
     "--gpu-memory-utilization": (True, "vllm/engine/arg_utils.py:1389"),
     "--kv-cache-dtype": (True, "vllm/engine/arg_utils.py:1397"),
     "--speculative-config": (True, "vllm/engine/arg_utils.py:1866"),
@@ -78,6 +81,8 @@ SGLANG_FLAGS = {
     "--model-path": (True, "srt/arg_groups/fields/model.py:51"),
     "--context-length": (True, "srt/arg_groups/fields/model.py:110"),
     "--tp-size": (True, "srt/arg_groups/fields/parallel.py:45"),
+    "--pp-size": (True, "srt/arg_groups/fields/parallel.py:59"),
+    "--quantization": (True, "srt/arg_groups/fields/model.py:177"),
     "--mem-fraction-static": (True, "srt/arg_groups/fields/schedule.py:27"),
     "--kv-cache-dtype": (True, "srt/arg_groups/fields/model.py:197"),
     "--speculative-algorithm": (True, "srt/arg_groups/fields/spec.py:31"),
@@ -115,6 +120,9 @@ CASES = {
     "draft-gguf-repos": LaunchInput(target="bartowski/Qwen2.5-7B-Instruct-GGUF",
                                     draft="bartowski/Qwen2.5-0.5B-Instruct-GGUF", k=2, context=4096,
                                     weights_quant="q4_k", draft_weights_quant="Q8_0"),
+    "draft-nf4-weights": LaunchInput(target=ST_TARGET, draft=ST_DRAFT, k=2, context=4096, weights_quant="nf4"),
+    "offload-pp-fp8": LaunchInput(target=ST_TARGET, draft=ST_DRAFT, k=3, context=4096, pp=2, gpu_layers=20,
+                                  cpu_moe_layers=4, weights_quant="fp8"),
     "draft-catalog-ids": LaunchInput(target="qwen2.5-7b-instruct", draft="qwen2.5-0.5b-instruct", k=3,
                                      context=4096),
 }
@@ -189,7 +197,8 @@ def test_llamacpp_flags_exist_and_draft_is_enabled(case):
     assert not set(argv) & set(LLAMACPP_REMOVED), f"removed flag in {out['command']}"
     opts = parse(argv[1:], LLAMACPP_FLAGS)
     b = max(x.batch, 1)
-    assert opts["-c"] == str(x.context * b) and opts["-ngl"] == "99"
+    assert opts["-c"] == str(x.context * b) and opts["-ngl"] == str(x.gpu_layers or 99)
+    assert opts.get("--n-cpu-moe") == (str(x.cpu_moe_layers) if x.cpu_moe_layers else None)
     assert ("-np" in opts) == (b > 1) and ("--kv-unified" in opts) == (b > 1)
     if b > 1:
         assert opts["-np"] == str(b)

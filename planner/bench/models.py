@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import paths
-from ..core.errors import IncompatiblePair, ModelNotFound, UsageError
+from ..core.errors import IncompatiblePair, ModelNotFound, SourceError, UsageError
 from ..probe import require_torch
 from ..probe.acceptance import MAX_PROMPT_TOKENS, Prompt
 from ..probe.device import available_bytes
@@ -25,11 +25,12 @@ from ..sources.gguf_header import read_header as read_gguf_header
 from ..sources.safetensors import read_dir_tensors
 
 
-def check_model(ref: str) -> Path:
+def check_model(ref: str, *, tokenizer: bool = True) -> Path:
     """The path of a model the bench can load, checked without loading any weights.
 
     A .gguf file must exist and have a valid GGUF header; a folder must hold config.json, readable
-    safetensors headers and tokenizer files. The bench checks both models before it loads either.
+    safetensors headers and, unless every prompt is token ids (`tokenizer=False`), tokenizer files.
+    The bench checks both models before it loads either.
 
     Raises:
         ModelNotFound: no such file or folder.
@@ -48,7 +49,7 @@ def check_model(ref: str) -> Path:
         raise UsageError(f"Cannot bench '{ref}': it is neither a model folder nor a .gguf file (expected a local "
                          f"folder with config.json and *.safetensors, or a .gguf file). Pass one of those.")
     check_local_model(p)
-    return check_tokenizer(p)
+    return check_tokenizer(p) if tokenizer else p
 
 
 _ITEMSIZE = {"F32": 4, "BF16": 2, "F16": 2}  # the bench loads every weight in its --dtype (GGUF de-quantised)
@@ -82,8 +83,9 @@ def check_memory(models: Sequence[Path], *, device: str, dtype: str) -> None:
                          f"a smaller pair, or a device with more memory.")
 
 
-def load_model(ref: str, *, device: str, dtype: str = "F32") -> tuple[Any, Any]:
-    """(model, tokenizer) from a local model folder or a .gguf file.
+def load_model(ref: str, *, device: str, dtype: str = "F32", tokenizer: bool = True) -> tuple[Any, Any]:
+    """(model, tokenizer) from a local model folder or a .gguf file; tokenizer None with `tokenizer=False`
+    (token-id prompts) when the folder has no tokenizer files.
 
     Raises:
         UsageError: not a local folder with safetensors weights or a .gguf file; transformers missing.
@@ -91,7 +93,7 @@ def load_model(ref: str, *, device: str, dtype: str = "F32") -> tuple[Any, Any]:
             or its tokenizer (one line naming the file and the error).
     """
     torch = require_torch("bench")
-    p = check_model(ref)
+    p = check_model(ref, tokenizer=tokenizer)
     try:
         from transformers import AutoModelForCausalLM
         from transformers.utils import logging as hf_logging
@@ -109,19 +111,42 @@ def load_model(ref: str, *, device: str, dtype: str = "F32") -> tuple[Any, Any]:
         tok = load_tokenizer(p.parent, gguf_file=p.name)
     else:
         model = load_causal_lm(p, device=device, dtype=dtype)
-        tok = load_tokenizer(p)
+        tok = load_tokenizer(p) if tokenizer or has_tokenizer(p) else None
     return model.to(device).eval(), tok
 
 
+def has_tokenizer(path: Path) -> bool:
+    """Whether a model folder holds tokenizer files."""
+    try:
+        check_tokenizer(path)
+    except SourceError:
+        return False
+    return True
+
+
 def encode_prompts(tokenizer: Any, prompts: Sequence[Prompt], draft_tokenizer: Any = None,
-                   limit: int | None = None) -> list[list[int]]:
-    """Token ids of each prompt as plain text (no chat template), capped at MAX_PROMPT_TOKENS.
+                   limit: int | None = None, vocab: int | None = None) -> list[list[int]]:
+    """Token ids of each prompt: given ids as they are, text through the tokenizer (no chat template),
+    capped at MAX_PROMPT_TOKENS.
 
     Raises:
         IncompatiblePair: the draft's tokenizer encodes a prompt differently.
+        UsageError: an id outside the models' vocabulary (`vocab`: the smaller of the two).
+        SourceError: a text prompt and no tokenizer to encode it.
     """
     out = []
     for i, p in enumerate(prompts[:limit] if limit else prompts):
+        if p.ids is not None:
+            bad = [x for x in p.ids if vocab is not None and x >= vocab]
+            if bad:
+                raise UsageError(f"Cannot bench prompt {i} ({p.kind}): token id {bad[0]} is outside the models' "
+                                 f"vocabulary (expected ids below {vocab}). Fix the prompts file.")
+            out.append(list(p.ids)[-MAX_PROMPT_TOKENS:])
+            continue
+        if tokenizer is None:
+            raise SourceError(f"Cannot bench prompt {i} ({p.kind}): it is text and the target folder has no "
+                              f"tokenizer files. Copy the tokenizer files into it, or pass --prompts with token-id "
+                              f"prompts ({{\"prompts\": [{{\"ids\": [1, 2, 3]}}]}}).", None)
         ids = list(tokenizer(p.text)["input_ids"])[-MAX_PROMPT_TOKENS:]
         if draft_tokenizer is not None and list(draft_tokenizer(p.text)["input_ids"])[-MAX_PROMPT_TOKENS:] != ids:
             raise IncompatiblePair(f"Cannot bench this pair: the draft's tokenizer encodes prompt {i} ({p.kind}) "

@@ -16,7 +16,9 @@ from .. import engines
 from ..core.constants import JSON_SCHEMA_VERSION
 from ..core.errors import one_line
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+# Plain click help (rich_markup_mode=None): examples in `\b` blocks stay one pasteable line each, and flags
+# carry no `<bool>` type labels (typer's rich panels reflow examples and label every option's type).
+app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_enable=False, rich_markup_mode=None,
                   help="Plan speculative decoding before you deploy: fit, compatibility, speed-up.")
 
 

@@ -28,8 +28,8 @@ ParallelBatchOpt = Annotated[int, typer.Option("--batch", "-b", "--parallel", "-
 DraftContextOpt = Annotated[str | None, typer.Option(
     "--draft-context", "-cd", help="The draft's own context per sequence (llama.cpp -cd; default: --context).")]
 EngineAutoOpt = Annotated[str, typer.Option(
-    "--engine", "-e", help="auto (llama.cpp for a .gguf, else transformers) | transformers | vllm | sglang | "
-                           "llama.cpp | mlx (cache layout).")]
+    "--engine", "-e", help="auto (llama.cpp for a .gguf; else by machine: GPU vllm, Apple and CPU llama.cpp; "
+                           "no machine: transformers) | transformers | vllm | sglang | llama.cpp | mlx.")]
 KvDtypeOpt = Annotated[str | None, typer.Option("--kv-dtype",
                                                 help="KV cache type: auto, f16, bf16, fp8, q8_0, q4_0, ...")]
 WeightsDtypeOpt = Annotated[str | None, typer.Option(
@@ -44,7 +44,7 @@ MachineOpt = Annotated[str | None, typer.Option(
 GpuMemoryOpt = Annotated[str | None, typer.Option("--gpu-memory", help="Memory per device, e.g. 24GiB or 80GB.")]
 GpusOpt = Annotated[int | None, typer.Option("--gpus", help="Number of devices (GPUs).", min=1, max=1024)]
 UtilizationOpt = Annotated[float | None, typer.Option(
-    "--utilization", help="Share of each device the engine may use (default: vLLM 0.9, else 1.0; Apple: the Metal "
+    "--utilization", help="Share of each device the engine may use (default: vLLM 0.92, SGLang 0.9, else 1.0; Apple: the Metal "
                           "working set; CPU: RAM after OS headroom).")]
 TpOpt = Annotated[int | None, typer.Option("--tp", help="Tensor-parallel size.", min=1, max=1024)]
 PpOpt = Annotated[int | None, typer.Option("--pp", help="Pipeline-parallel size (layer split).", min=1, max=1024)]
@@ -70,3 +70,4 @@ DeploymentOpt = Annotated[list[str] | None, typer.Option("--deployment", help="O
 
 # --- output --------------------------------------------------------------------------------------
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable schema, bytes as integers).")]
+WideOpt = Annotated[bool, typer.Option("--wide", help="Print every line whole: no wrapped or trimmed columns.")]

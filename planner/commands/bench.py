@@ -23,8 +23,10 @@ from ._options import JsonOpt
 KOpt = Annotated[str, typer.Option("--k", help="Tokens drafted per round, or 'auto' (chosen by the speed model "
                                                "from measured costs and an exploratory run).")]
 TokensOpt = Annotated[int, typer.Option("--tokens", help="New tokens per prompt.", min=1, max=4096)]
-PromptsOpt = Annotated[str | None, typer.Option("--prompts", help="Prompts file (JSON or one per line); default: "
-                                                                  "the bundled calibration set.")]
+PromptsOpt = Annotated[str | None, typer.Option("--prompts", help="Prompts file (JSON or one per line; JSON "
+                                                                  "entries may be token ids, {\"ids\": [1, 2, 3]}, for "
+                                                                  "folders without tokenizer files); default: the "
+                                                                  "bundled calibration set.")]
 MaxPromptsOpt = Annotated[int, typer.Option("--max-prompts", help="Use at most this many prompts.", min=1,
                                             max=100_000)]
 RepeatsOpt = Annotated[int, typer.Option("--repeats", help="Timed repeats (median); one warm-up before.", min=1,
@@ -61,6 +63,7 @@ def bench(
     Exit code: 0 when speculation was faster (or the output was checked lossless and not slower),
     1 when it was slower or greedy output differed from the target's, 2 bad input.
 
+    \b
     Examples:
       planner bench ./smollm2-360m --draft ./smollm2-135m --k auto --tokens 64
       planner bench .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --draft .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --json
@@ -75,12 +78,14 @@ def bench(
         raise UsageError(f"Cannot bench with --dtype '{dtype}' (expected f32, bf16 or f16).")
     dev = resolve_device(device)
     clock_fn = bench_clock(clock, dev)
-    checked = [check_model(ref) for ref in (target, draft)]  # every input checked before either model loads
-    check_memory(checked, device=dev, dtype=dt)
     plist = load_prompts(prompts)
+    need_tok = any(p.ids is None for p in plist[:max_prompts])  # token-id prompts need no tokenizer
+    # every input checked before either model loads
+    checked = [check_model(ref, tokenizer=need_tok) for ref in (target, draft)]
+    check_memory(checked, device=dev, dtype=dt)
     with cpu_threads(threads):
         res = _run(target, draft, dev=dev, dt=dt, k=kk, tokens=tokens, prompts=plist, max_prompts=max_prompts,
-                   repeats=repeats, temperature=temperature, clock=clock_fn)
+                   repeats=repeats, temperature=temperature, clock=clock_fn, tokenizer=need_tok)
     if as_json:
         emit(result_json(res))
     else:
@@ -107,11 +112,13 @@ def _k(k: str) -> int | None:
 
 
 def _run(target: str, draft: str, *, dev: str, dt: str, k: int | None, tokens: int, prompts: Sequence[Prompt],
-         max_prompts: int, repeats: int, temperature: float, clock: Callable[[], float]) -> BenchResult:
+         max_prompts: int, repeats: int, temperature: float, clock: Callable[[], float],
+         tokenizer: bool = True) -> BenchResult:
     """Load both models, take K (None: let the speed model choose it), and run the pair."""
-    tmodel, ttok = load_model(target, device=dev, dtype=dt)
-    dmodel, dtok = load_model(draft, device=dev, dtype=dt)
-    ids = encode_prompts(ttok, prompts, dtok, limit=max_prompts)
+    tmodel, ttok = load_model(target, device=dev, dtype=dt, tokenizer=tokenizer)
+    dmodel, dtok = load_model(draft, device=dev, dtype=dt, tokenizer=tokenizer)
+    vocab = min(int(getattr(m.config, "vocab_size", 0) or 0) or (1 << 31) for m in (tmodel, dmodel))
+    ids = encode_prompts(ttok, prompts, dtok, limit=max_prompts, vocab=vocab)
 
     def sync() -> None:
         device_sync(dev)

@@ -14,6 +14,7 @@ from ._options import JsonOpt
 def catalog_cmd(as_json: JsonOpt = False) -> None:
     """List the bundled models (usable offline by id or alias).
 
+    \b
     Examples:
       planner catalog
       planner catalog --json

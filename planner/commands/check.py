@@ -7,10 +7,13 @@ from typing import Annotated, Any
 import typer
 
 from ..core.atomic import atomic_write
+from ..core.constants import github_actions
+from ..core.errors import UsageError
 from ..core.fmt import tabulate
 from ..plan import check as C
 from ..plan.check import FAIL, PASS, SKIP
 from ..plan.policy import load_policy
+from ..render import github as gh
 from ..render.check_values import format_value
 from ..render.junit import Case
 from ..render.junit import render as render_junit
@@ -92,6 +95,7 @@ def check(
     Requirements: fits, min_headroom, max_total_memory, compatible, min_speedup (docs/check.md).
     Exit code: 0 every requirement passes (skips allowed), 1 any fails, 2 a bad policy or input.
 
+    \b
     Examples:
       planner check
       planner check --config deploy/planner.toml --junit planner-junit.xml
@@ -107,4 +111,30 @@ def check(
         emit(check_json(report))
     else:
         typer.echo(check_table(report))
+    on_actions, summary_path = github_actions()
+    if on_actions:
+        github_output(report, policy.path, summary_path)
     raise typer.Exit(0 if report.passed else 1)
+
+
+def github_output(report: Any, policy_path: str, summary_path: str | None) -> None:
+    """GITHUB_ACTIONS=true: an ::error per failed requirement and a ::warning per skipped one (stderr, so
+    --json stays clean; the runner reads both streams), and the results table appended to
+    $GITHUB_STEP_SUMMARY."""
+    for r in report.results:
+        if r.status in (FAIL, SKIP):
+            typer.echo(gh.annotation("error" if r.status == FAIL else "warning", r.message or r.requirement,
+                                     title=f"planner check: {r.deployment} on {r.machine}: {r.requirement}",
+                                     file=policy_path), err=True)
+    if summary_path:
+        rows = [[r.deployment, r.machine, r.requirement, STATUS_TEXT[r.status], format_value(r.requirement, r.value),
+                 format_value(r.requirement, r.bound), r.message] for r in report.results]
+        verdict = (f"{'PASSED' if report.passed else 'FAILED'}: {report.count(PASS)} passed, {report.count(FAIL)} "
+                   f"failed, {report.count(SKIP)} skipped")
+        text = gh.summary(["deployment", "machine", "requirement", "result", "value", "required", "detail"], rows,
+                          verdict, f"planner check ({policy_path})")
+        try:
+            with open(summary_path, "a", encoding="utf-8") as fh:  # the runner's file: appended, as documented
+                fh.write(text)
+        except OSError as e:
+            raise UsageError(f"Cannot write the step summary '{summary_path}': {e.strerror or e}.") from e

@@ -2,21 +2,27 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from .. import engines
 from ..core.constants import DEFAULT_CONTEXT
 from ..core.errors import PlannerError
-from ..core.fmt import fmt_bytes, tabulate
+from ..core.fmt import fmt_bytes
 from ..core.units import parse_bytes, parse_tokens
 from ..fits import fit as fitmod
+from ..fits import search as searchmod
 from ..fits import verdict as verdictmod
 from ..fits.fit import default_layout
 from ..fits.machine import describe
 from ..fits.machine_lookup import resolve_machine
 from ..fits.memory import Settings
 from ..render import text as report
+from ..render import width
+from ..render.width import command_lines, python_lines, wrap
 from ..sources import catalog, load_spec
 from ._common import app, emit, engine_for, warn
 from ._methods import load_method
@@ -39,12 +45,23 @@ from ._options import (
     TpOpt,
     UtilizationOpt,
     WeightsDtypeOpt,
+    WideOpt,
 )
 
 DraftDeviceOpt = Annotated[int | None, typer.Option(
     "--draft-device", help="Put the whole draft on this device index (default: split like the target).", min=0,
     max=1023)]
+GpuLayersOpt = Annotated[int | None, typer.Option(
+    "--gpu-layers", "-ngl", help="llama.cpp -ngl N: the output layer and the last N-1 layers on the GPUs, the "
+                                 "rest in host RAM (default: all).", min=1, max=100_000)]
+CpuMoeOpt = Annotated[int, typer.Option(
+    "--n-cpu-moe", help="llama.cpp --n-cpu-moe N: the experts of the first N layers in host RAM.", min=0,
+    max=100_000)]
 DRAFT_CANDIDATES_MAX = 64
+# K in the command printed for a combination with a draft: llama.cpp's and mlx-lm's default (3);
+# `planner recommend` chooses K.
+FIT_LAUNCH_K = 3
+SHOWN_COMBINATIONS = 3
 
 
 def _smaller_drafts(draft) -> list:
@@ -64,7 +81,42 @@ def _smaller_drafts(draft) -> list:
     return out
 
 
-def fit_json(r, warnings: list[str]) -> dict[str, Any]:
+def combination_launch(c: Any, target_ref: str, method: Any) -> dict[str, str]:
+    """The launch command of a combination (engines/*.py renders it), with the draft at FIT_LAUNCH_K."""
+    q = c.problem
+    s, lay = q.settings, q.layout
+    x = engines.LaunchInput(target=target_ref, draft=None, k=FIT_LAUNCH_K, context=s.context,
+                            kv_dtype=s.kv_dtype, tp=lay.tp, pp=lay.pp, gpu_memory_utilization=q.utilization,
+                            batch=s.batch, weights_quant=s.weights_dtype, gpu_layers=lay.gpu_layers,
+                            cpu_moe_layers=lay.cpu_moe_layers, draft_context=s.draft_context)
+    if method is not None:
+        fields = method.launch_fields()
+        draft = fields.get("draft")
+        if draft and not Path(draft).expanduser().exists() and q.draft is not None:
+            fields["draft"] = q.draft.id  # a catalog alias names its Hub id in a command
+        x = replace(x, **fields)
+    out = engines.launch(s.engine, x)
+    if method is not None:
+        out["note"] = " ".join(filter(None, [out.get("note"), f"K={FIT_LAUNCH_K}: planner recommend chooses K."]))
+    return out
+
+
+def combination_json(c: Any, launch: dict[str, str] | None = None) -> dict[str, Any]:
+    q = c.problem
+    return {"changes": [what for what, _ in c.changes], "flags": [flag for _, flag in c.changes],
+            "headroom_bytes": c.headroom_bytes, "used_bytes": c.gpu_bytes, "host_bytes": c.host_bytes,
+            "weights_dtype": q.settings.weights_dtype, "kv_dtype": q.settings.kv_dtype,
+            "utilization": q.utilization, "context": q.settings.context, "tp": q.layout.tp, "pp": q.layout.pp,
+            "gpu_layers": q.layout.gpu_layers, "cpu_moe_layers": q.layout.cpu_moe_layers,
+            "decode_time_factor": round(c.speed_factor, 4) if c.speed_factor is not None else None,
+            "decode_time_source": c.speed_source, **({"launch": launch} if launch is not None else {}),
+            **({"offload_ledger": [{"gpu_layers": o.gpu_layers, "used_bytes": o.used_bytes,
+                                    "headroom_bytes": o.headroom_bytes, "host_bytes": o.host_bytes}
+                                   for o in searchmod.offload_ledger(q, q.layout.gpu_layers)]}
+               if launch is not None and q.layout.gpu_layers is not None else {})}
+
+
+def fit_json(r, warnings: list[str], launch: dict[str, str] | None = None) -> dict[str, Any]:
     """The `planner fit --json` schema (docs/fit.md)."""
     p = r.problem
     devices = []
@@ -88,15 +140,55 @@ def fit_json(r, warnings: list[str]) -> dict[str, Any]:
             "machine": describe(p.machine), "devices": devices, "dominant": r.dominant,
             "suggestions": [{"change": s.change, "headroom_bytes": s.headroom_bytes, "kind": s.kind,
                              "value": s.value, "fits": s.fits} for s in r.suggestions],
+            **({"combinations": [combination_json(c, launch if i == 0 else None)
+                                 for i, c in enumerate(r.combinations)]} if not r.fits else {}),
             "ledger": report.ledger_json(r.ledger, warnings)}
 
 
-def fit_table(r) -> str:
+def _speed(c: Any) -> str:
+    return f"x{c.speed_factor:.2f}" if c.speed_factor is not None else "uncertain"
+
+
+def combinations_text(r: Any, launch: dict[str, str] | None) -> list[str]:
+    """The cheapest combination that fits, its command, and the next ones (search.py's ranking rule)."""
+    if not r.combinations:
+        return ["", "no combination of the changes planner tries fits (weights, KV, utilisation, context, tp/pp"
+                    ", offload)"]
+    best = r.combinations[0]
+    lines = ["", "cheapest combination that fits (ranked by quality, then context kept, then speed):",
+             "  " + " + ".join(what for what, _ in best.changes),
+             "  flags: " + " ".join(f for _, f in best.changes),
+             f"  headroom {fmt_bytes(best.headroom_bytes)} on the tightest device"
+             + (f"; host RAM {fmt_bytes(best.host_bytes)}" if best.host_bytes else ""),
+             *wrap(f"decode time {_speed(best)} of the plan as asked ({best.speed_source})" if best.speed_factor
+                   is not None else f"decode time: {best.speed_source}", indent="  ")]
+    for key, value in (launch or {}).items():
+        if key == "command":
+            lines += command_lines(value, indent="  ", head="command: ")
+        elif "\n" in value:  # a Python snippet: its own lines
+            lines += [f"  {key}:", *(x for line in value.splitlines() for x in python_lines(line, indent="    "))]
+        else:
+            lines += wrap(f"{key}: {value}", indent="  ")
+    if best.problem.layout.gpu_layers is not None:
+        rows = searchmod.offload_ledger(best.problem, best.problem.layout.gpu_layers)
+        lines += ["", width.table([[f"-ngl {o.gpu_layers}", fmt_bytes(o.used_bytes), fmt_bytes(o.headroom_bytes),
+                                    fmt_bytes(o.host_bytes), "yes" if o.headroom_bytes >= 0 else "no"] for o in rows],
+                                  ["offload", "GPU used", "headroom", "host RAM", "fits"])]
+    rest = r.combinations[1:SHOWN_COMBINATIONS + 1]
+    if rest:
+        lines += ["", width.table([[" + ".join(w for w, _ in c.changes), fmt_bytes(c.headroom_bytes),
+                                    fmt_bytes(c.host_bytes) if c.host_bytes else "-", _speed(c)] for c in rest],
+                                  ["also fits", "headroom", "host RAM", "decode time"], shrink=(0,))]
+    return lines
+
+
+def fit_table(r, launch: dict[str, str] | None = None) -> str:
     p = r.problem
     rows = []
+    one_name = len({d.budget.name for d in r.devices}) == 1  # the header line names it
     for d in r.devices:
         b = d.budget
-        rows.append([f"{b.index}: {b.name}", fmt_bytes(b.budget_bytes),
+        rows.append([str(b.index) if one_name else f"{b.index}: {b.name}", fmt_bytes(b.budget_bytes),
                      fmt_bytes(sum(s.weights_bytes for s in d.shares)),
                      fmt_bytes(sum(s.kv_cache_bytes for s in d.shares)),
                      fmt_bytes(sum(s.activation_bytes for s in d.shares)),
@@ -107,7 +199,13 @@ def fit_table(r) -> str:
     lines = [f"machine: {p.machine.display_name} ({p.machine.origin}), engine {p.settings.engine}, "
              f"tp {lay.tp} x pp {lay.pp}" + (f", draft on device {lay.draft_device}" if lay.draft_device is not None
                                               else ""),
-             tabulate(rows, headers=head, tablefmt="simple", disable_numparse=True), ""]
+             width.table(rows, head, shrink=(0,)), ""]
+    if lay.gpu_layers is not None or lay.cpu_moe_layers:
+        t, src = searchmod.decode_seconds(p)
+        t_gpu, _ = searchmod.decode_seconds(replace(p, layout=replace(lay, gpu_layers=None, cpu_moe_layers=0)))
+        speed = f"decode time x{t / t_gpu:.2f} of all on GPU" if t and t_gpu else src
+        lines[-1:-1] = wrap(f"host RAM: {fmt_bytes(sum(d.host_bytes for d in r.devices))} (input embedding, "
+                            f"offloaded layers' weights and KV); {speed}")
     verdict = "FITS" if r.fits else "DOES NOT FIT"
     lines.append(f"{verdict} at {p.settings.context:,} tokens x {p.settings.batch}: headroom "
                  f"{fmt_bytes(r.headroom_bytes)} on the tightest device")
@@ -121,9 +219,9 @@ def fit_table(r) -> str:
     lines.append("budget: " + "; ".join(sorted(budgets)))
     if r.suggestions:
         lines.append("")
-        lines.append(tabulate([[s.change, fmt_bytes(s.headroom_bytes), "yes" if s.fits else "no"]
-                               for s in r.suggestions], headers=["single change", "headroom", "fits"],
-                              tablefmt="simple", disable_numparse=True))
+        lines.append(width.table([[s.change, fmt_bytes(s.headroom_bytes), "yes" if s.fits else "no"]
+                                  for s in r.suggestions], ["single change", "headroom", "fits"], shrink=(0,)))
+        lines += combinations_text(r, launch)
     return "\n".join(lines)
 
 
@@ -138,6 +236,8 @@ def fit(
     tp: TpOpt = None,
     pp: PpOpt = None,
     draft_device: DraftDeviceOpt = None,
+    gpu_layers: GpuLayersOpt = None,
+    n_cpu_moe: CpuMoeOpt = 0,
     context: ContextOpt = str(DEFAULT_CONTEXT),
     batch: ParallelBatchOpt = 1,
     draft_context: DraftContextOpt = None,
@@ -148,11 +248,13 @@ def fit(
     revision: RevisionOpt = None,
     overhead: OverheadOpt = None,
     as_json: JsonOpt = False,
+    wide: WideOpt = False,
 ) -> None:
     """Does TARGET (+ --draft) fit the machine? Per-device ledger, largest context and batch, fixes.
 
     Exit code 0 when it fits, 1 when it does not, 2 on bad input.
 
+    \b
     Examples:
       planner fit llama-3.1-8b --draft llama-3.2-1b-instruct --machine rtx-4090 --engine llama.cpp
       planner fit ./Llama-3.1-70B --machine 2x-rtx-4090 --engine vllm --weights-dtype int4 --json
@@ -160,25 +262,30 @@ def fit(
       planner fit qwen3-8b --gpu-memory 24GiB --gpus 2 --engine vllm
       planner fit target.gguf --draft draft.gguf --machine rtx-4090 --parallel 4 --draft-context 8k
     """
+    width.set_wide(wide)
     tspec = load_spec(target, revision=revision)
     method = load_method(draft)
     dspec = method.resident_model() if method else None  # what the method keeps resident
-    settings = Settings(context=parse_tokens(context), batch=batch, engine=engine_for(engine, tspec, dspec),
+    m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
+    settings = Settings(context=parse_tokens(context), batch=batch, engine=engine_for(engine, tspec, dspec,
+                                                                                      kind=m.kind),
                         kv_dtype=kv_dtype, weights_dtype=weights_dtype, group_size=group_size,
                         overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None,
                         draft_context=parse_tokens(draft_context, what="--draft-context") if draft_context
                         else None)
-    m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
-    layout = default_layout(m.n_devices, settings.engine, tp, pp, draft_device)
+    layout = replace(default_layout(m.n_devices, settings.engine, tp, pp, draft_device), gpu_layers=gpu_layers,
+                     cpu_moe_layers=n_cpu_moe)
     warnings = [f"{s.id}: {w}" for s in (tspec, dspec) if s for w in s.warnings]
     problem = fitmod.Problem(target=tspec, machine=m, settings=settings, layout=layout, draft=dspec,
                              utilization=utilization)
     result = verdictmod.fit(problem, smaller_drafts=_smaller_drafts(dspec))
+    ref = target if Path(target).expanduser().exists() else tspec.id  # commands name the model, not our alias
+    launch = combination_launch(result.combinations[0], ref, method) if result.combinations else None
     if as_json:
-        emit(fit_json(result, warnings))
+        emit(fit_json(result, warnings, launch))
     else:
         for w in warnings:
             warn(w)
-        typer.echo(fit_table(result))
+        typer.echo(fit_table(result, launch))
     if not result.fits:
         raise typer.Exit(code=1)

@@ -6,13 +6,14 @@ from typing import Annotated
 
 import typer
 
-from ..core.fmt import fmt_bytes, tabulate
+from ..core.fmt import fmt_bytes
 from ..fits.machine import describe
 from ..fits.machine_catalog import catalog_entries
 from ..fits.machine_detect import detect
 from ..fits.machine_lookup import get_machine
+from ..render import width
 from ._common import app, emit
-from ._options import JsonOpt
+from ._options import JsonOpt, WideOpt
 
 machines_app = typer.Typer(no_args_is_help=True, help="Machines: the bundled catalog and detection of this host.")
 app.add_typer(machines_app, name="machines")
@@ -25,13 +26,15 @@ def _flops(n: int | None) -> str:
 
 
 @machines_app.command("list")
-def list_cmd(as_json: JsonOpt = False) -> None:
+def list_cmd(as_json: JsonOpt = False, wide: WideOpt = False) -> None:
     """List the bundled machines: memory, bandwidth and dense BF16/FP16 TFLOP/s.
 
+    \b
     Examples:
       planner machines list
       planner machines list --json
     """
+    width.set_wide(wide)
     entries = catalog_entries()
     if as_json:
         emit(list(entries.values()))
@@ -39,14 +42,15 @@ def list_cmd(as_json: JsonOpt = False) -> None:
     rows = [[e["name"], e["kind"], f"{e['devices']} x {fmt_bytes(e['memory_bytes'])}",
              f"{e['bandwidth_bytes_per_s'] / 1e9:.0f}", _flops(e["peak_flops"]["bf16"]),
              _flops(e["peak_flops"]["fp16"]), e["display_name"]] for e in entries.values()]
-    typer.echo(tabulate(rows, headers=["name", "kind", "memory", "GB/s", "bf16 TF", "fp16 TF", "machine"],
-                        tablefmt="simple", disable_numparse=True))
+    typer.echo(width.table(rows, ["name", "kind", "memory", "GB/s", "bf16 TF", "fp16 TF", "machine"], shrink=(6,),
+                           floor=20))
 
 
 @machines_app.command("show")
 def show_cmd(name: NameArg, as_json: JsonOpt = False) -> None:
     """One machine with every figure and its source.
 
+    \b
     Examples:
       planner machines show h100-sxm
       planner machines show ./my-box.json --json
@@ -72,6 +76,7 @@ def show_cmd(name: NameArg, as_json: JsonOpt = False) -> None:
 def detect_cmd(as_json: JsonOpt = False) -> None:
     """What this host has: GPUs (nvidia-smi, else torch), Apple unified memory, or CPU RAM.
 
+    \b
     Examples:
       planner machines detect
       planner machines detect --json

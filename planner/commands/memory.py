@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import typer
 
 from ..core.constants import DEFAULT_CONTEXT
 from ..core.units import parse_bytes, parse_tokens
 from ..fits import memory as mem
+from ..fits.budget import overhead_for
+from ..fits.machine_detect import host_kind
 from ..render import text as report
+from ..render import width
 from ..sources import load_spec
 from ._common import app, emit, engine_for, warn
 from ._methods import load_method
@@ -24,6 +29,7 @@ from ._options import (
     ParallelBatchOpt,
     RevisionOpt,
     WeightsDtypeOpt,
+    WideOpt,
 )
 
 
@@ -41,25 +47,33 @@ def memory(
     revision: RevisionOpt = None,
     overhead: OverheadOpt = None,
     as_json: JsonOpt = False,
+    wide: WideOpt = False,
 ) -> None:
     """Memory ledger of a target (and optional draft): weights, KV cache, activations, overhead.
 
+    \b
     Examples:
       planner memory llama-3.1-8b --context 8k
       planner memory Qwen/Qwen2.5-7B-Instruct --draft Qwen/Qwen2.5-0.5B-Instruct --engine vllm --json
       planner memory ./my-model --kv-dtype q8_0 --engine llama.cpp
       planner memory target.gguf --draft draft.gguf --parallel 4 --draft-context 4k
     """
+    width.set_wide(wide)
     target = load_spec(model, revision=revision)
     method = load_method(draft)
     dspec = method.resident_model() if method else None  # what the method keeps resident
-    settings = mem.Settings(context=parse_tokens(context), batch=batch, engine=engine_for(engine, target, dspec),
+    kind = host_kind()  # a glance at this host: the engine default, and no CUDA context on Metal/CPU
+    settings = mem.Settings(context=parse_tokens(context), batch=batch,
+                            engine=engine_for(engine, target, dspec, kind=kind),
                             kv_dtype=kv_dtype, weights_dtype=weights_dtype, group_size=group_size,
                             overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None,
                             draft_context=parse_tokens(draft_context, what="--draft-context") if draft_context
                             else None)
     warnings = [f"{s.id}: {w}" for s in (target, dspec) if s for w in s.warnings]
     ledger = mem.ledger(target, settings, dspec)
+    if kind in ("apple", "cpu") and settings.overhead_bytes is None:
+        overhead, src = overhead_for(kind, settings)
+        ledger = replace(ledger, overhead_bytes=overhead, overhead_source=f"{src}: this host has no GPU")
     if as_json:
         emit(report.ledger_json(ledger, warnings))
         return

@@ -180,6 +180,7 @@ def probe_cmd(
     --real uses local safetensors weights and measures acceptance; --import reads llama-bench or
     llama-batched-bench output instead (no torch). Writes a machine profile with --out.
 
+    \b
     Examples:
       planner probe llama-3.1-8b --draft llama-3.2-1b --context 8k --out profile.json
       planner probe ./Qwen2.5-7B-Instruct --draft ./Qwen2.5-0.5B-Instruct --real --temperature 0

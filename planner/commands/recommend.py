@@ -2,21 +2,28 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Annotated, Any
 
 import typer
 
+from .. import engines
 from ..core import paths
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
 from ..core.errors import one_line
-from ..core.fmt import fmt_bytes, tabulate
+from ..core.fmt import fmt_bytes
 from ..core.units import parse_batches, parse_bytes, parse_tokens
 from ..drafting import DraftModel
+from ..fits import fit as fitmod
+from ..fits import search
 from ..fits.fit import default_layout
 from ..fits.machine_lookup import resolve_machine
+from ..fits.memory import Settings
 from ..plan import recommend as P
 from ..probe.runner import run_synthetic
 from ..probe.settings import ProbeSettings
+from ..render import width
+from ..render.width import command_lines, python_lines, wrap
 from ..sources import load_spec
 from ..speed.acceptance import Acceptance
 from ..speed.profile_file import load_profile
@@ -38,6 +45,7 @@ from ._options import (
     TpOpt,
     UtilizationOpt,
     WeightsDtypeOpt,
+    WideOpt,
 )
 
 CandidatesOpt = Annotated[str | None, typer.Option(
@@ -52,6 +60,7 @@ BatchesOpt = Annotated[str, typer.Option(
     help="Concurrent sequences. A list (1,8,32,128) prices every plan at each and finds the crossover.")]
 KOpt = Annotated[int | None, typer.Option("--k", help="Judge every plan at this K (the one you deploy), even "
                                                       "when it is slower; default: the best K.", min=1, max=64)]
+AllOpt = Annotated[bool, typer.Option("--all", help="Show every plan, not only the top 3.")]
 DraftWeightsOpt = Annotated[str | None, typer.Option(
     "--draft-weights-dtype", help="The drafts' own weight format (default: as --weights-dtype).")]
 
@@ -80,11 +89,15 @@ def recommend(
     temperature: TemperatureOpt = 0.0,
     revision: RevisionOpt = None,
     as_json: JsonOpt = False,
+    wide: WideOpt = False,
+    show_all: AllOpt = False,
 ) -> None:
     """Rank candidate drafts x K x KV dtype that fit and are compatible; print the best plan and how to launch it.
 
-    Exit code: 0 a plan was made (speculation or plain decoding), 1 the target does not fit, 2 bad input.
+    Exit code: 0 a plan was made (speculation or plain decoding; when the target does not fit as asked, with
+    the cheapest combination of changes that fits, named in a note), 1 nothing fits, 2 bad input.
 
+    \b
     Examples:
       planner recommend qwen2.5-7b-instruct --machine rtx-4090
       planner recommend llama-3.1-8b-instruct --machine m3-max-36gb --engine llama.cpp --context 16k
@@ -92,6 +105,7 @@ def recommend(
       planner recommend llama-3.3-70b-instruct --machine 2x-rtx-4090 --profile probe.json --json
       planner recommend target.gguf --candidates small.gguf,tiny.gguf --machine rtx-4090
     """
+    width.set_wide(wide)
     batches = parse_batches(batch)
     batch = batches[0]  # the first value sizes memory and ranks the plans
     spec = load_spec(target, revision=revision)
@@ -111,6 +125,7 @@ def recommend(
     costs_for, measured, k_cap = None, None, max_k
     if profile or probe:
         prof = _profile(profile, spec, cands, m, ctx, max_k) if profile else _probe_now(spec, cands, ctx, max_k)
+        _warn_backend(prof, eng, weights_dtype or spec.weights.dominant_dtype)
         roof = P.roofline_machine(m, layout, eng) if m.bandwidth_bytes_per_s else None
         costs_for = P.profile_costs(prof, spec, roof)
         k_cap = min(max_k, len(prof.target.verify_s) - 1)
@@ -120,18 +135,47 @@ def recommend(
             measured = {prof.draft.id: Acceptance(a.alpha, lo, hi, given=f"alpha = {a.alpha:.3f} (measured)",
                                                   source=f"measured by probe ({a.prompts} prompts)")}
     ref = target if _is_path(target) else spec.id  # launch commands name the model, not our alias
-    rec = P.recommend(spec, ref, m, engine=eng, context=ctx, batch=batch, layout=layout, candidates=cands,
-                      costs_for=costs_for, given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
-                      kv_dtypes=[kv_dtype] if kv_dtype else None, utilization=utilization, temperature=temperature,
-                      weights_dtype=weights_dtype, k_fixed=k,
-                      draft_weights_dtype=draft_weights_dtype, batches=batches)
+    plan = dict(context=ctx, layout=layout, kv_dtypes=[kv_dtype] if kv_dtype else None, utilization=utilization,
+                weights_dtype=weights_dtype)
+
+    def run(**asked: Any) -> Any:
+        return P.recommend(spec, ref, m, engine=eng, batch=batch, candidates=cands, costs_for=costs_for,
+                           given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
+                           temperature=temperature, k_fixed=k, draft_weights_dtype=draft_weights_dtype,
+                           batches=batches, **asked)
+    rec = run(**plan)
+    if not rec.baseline_fits:
+        rec = _with_cheapest_fit(rec, run, plan, spec, m, eng, batch)
     if as_json:
         emit(recommendation_json(rec))
     else:
         for w in spec.warnings:
             warn(f"{spec.id}: {w}")
-        typer.echo(recommendation_text(rec))
+        typer.echo(recommendation_text(rec, m.display_name if m.origin == "detected" else None, show_all))
     raise typer.Exit(0 if rec.baseline_fits else 1)
+
+
+def _with_cheapest_fit(rec: Any, run: Any, plan: dict[str, Any], spec: Any, m: Any, eng: str, batch: int) -> Any:
+    """The target does not fit as asked: plan again with the cheapest combination of changes that fits
+    the target alone (fits/search.py), or say that none does. Partial offload is left to `planner fit`
+    (the speed model prices weights at device bandwidth)."""
+    s = Settings(context=plan["context"], batch=batch, engine=eng, weights_dtype=plan["weights_dtype"],
+                 kv_dtype=(plan["kv_dtypes"] or [None])[0])
+    combos = [c for c in search.search(fitmod.Problem(spec, m, s, plan["layout"], utilization=plan["utilization"]))
+              if c.problem.layout.gpu_layers is None and not c.problem.layout.cpu_moe_layers]
+    if not combos:
+        return replace(rec, notes=(*rec.notes, "no combination of weights, KV, utilisation, context and tp/pp "
+                                                "fits the target on this machine: see 'planner fit'"))
+    c = combos[0]
+    q = c.problem
+    new = run(context=q.settings.context, layout=q.layout, utilization=q.utilization,
+              weights_dtype=q.settings.weights_dtype,
+              kv_dtypes=[q.settings.kv_dtype] if q.settings.kv_dtype else plan["kv_dtypes"])
+    what = " + ".join(w for w, _ in c.changes)
+    flags = " ".join(f for _, f in c.changes)
+    return replace(new, notes=(f"the target does not fit as asked: planned with the cheapest combination that "
+                               f"fits ({what}; {flags}; ranked by quality, then context kept, then speed)",
+                               *new.notes))
 
 
 def _is_path(ref: str) -> bool:
@@ -145,6 +189,18 @@ def _profile(path: str, spec: Any, cands: Any, m: Any, ctx: int, k_max: int) -> 
     if prof.context != ctx:
         warn(f"profile measured at context {prof.context}, planning for {ctx}")
     return prof
+
+
+def _warn_backend(prof: Any, engine: str, weights: str | None) -> None:
+    """The costs were measured by another engine, or at another dtype, than the command printed runs."""
+    ran = engines.measured_by(prof.backend)
+    if ran != engine:
+        warn(f"the profile was measured with {prof.backend}, and the command runs {engine}: kernels, CUDA graphs and "
+             f"per-step overheads differ, so its costs may not carry over; probe with the engine you deploy"
+             + (" (planner probe --backend llamacpp)" if engine == engines.llamacpp.NAME else ""))
+    if weights and prof.dtype and weights.upper() != prof.dtype.upper():
+        warn(f"the profile was measured at {prof.dtype}, the plan sizes weights as {weights}: weight reads and "
+             f"matmul kernels differ at another dtype")
 
 
 def _probe_now(spec: Any, cands: Any, ctx: int, k_max: int) -> Any:
@@ -197,35 +253,98 @@ def recommendation_json(rec: Any) -> dict[str, Any]:
             "notes": list(rec.notes)}
 
 
-def recommendation_text(rec: Any) -> str:
-    lines = [f"target   {one_line(rec.target)}", f"machine  {one_line(rec.machine)}   engine {rec.engine}   context {rec.context:,}   "
-             f"batch {rec.batch}",
-             f"drafts   tokenizer family {rec.tokenizer_family or '?'} ({rec.tokenizer_match})", ""]
-    rows = [[o.draft, o.kv_dtype, o.k, f"{o.speedup:.2f}x", f"{o.speedup_interval[0]:.2f}-{o.speedup_interval[1]:.2f}",
-             o.verdict, "yes" if o.fits else "NO", fmt_bytes(o.headroom_bytes),
-             "yes" if o.compatible and not o.fallback else ("via fallback" if o.fallback else "NO"),
-             f"{o.acceptance.alpha:.2f}" if o.acceptance else "-"] for o in rec.plans[:12]]
+SHOWN_PLANS = 3  # rows of the plan table without --all
+
+
+def _speed_cells(o: Any) -> list[str]:
+    """speed-up (interval) and verdict: none for a plan that does not fit or will not run."""
+    if not o.usable:
+        return ["-", "-"]
+    return [f"{o.speedup:.2f}x ({o.speedup_interval[0]:.2f}-{o.speedup_interval[1]:.2f})", o.verdict]
+
+
+def _short(draft: str | None) -> str:
+    return one_line((draft or "-").rpartition("/")[2])  # the org is in the RECOMMENDED line and the JSON
+
+
+def _names(drafts: list[str]) -> str:
+    """Drafts of one row: 'Llama-3.2-1B [-Instruct]' for a base and its instruct tune, else joined."""
+    names = list(dict.fromkeys(_short(d) for d in drafts))
+    if len(names) == 2:
+        a, b = sorted(names, key=len)
+        if b.startswith(a):
+            return f"{a} [{b[len(a):]}]"
+    return " | ".join(names)
+
+
+def key_runs(o: Any) -> str:
+    return "yes" if o.compatible and not o.fallback else ("fallback" if o.fallback else "NO")
+
+
+def key_alpha(o: Any) -> str:
+    return f"{o.acceptance.alpha:.2f}" if o.acceptance else "-"
+
+
+def plan_rows(plans: Any, limit: int | None) -> tuple[list[list[str]], int]:
+    """Table rows with plans of identical figures collapsed into one (base and instruct drafts of one size,
+    KV types that change no speed figure; the headroom is the first plan's, its range with --wide), in rank
+    order; and how many rows `limit` left out."""
+    groups: dict[tuple, list[Any]] = {}
+    for o in plans:
+        key = (o.k, *_speed_cells(o), o.fits, key_runs(o), key_alpha(o))  # what differs between real choices
+        groups.setdefault(key, []).append(o)
+    rows = []
+    for same in groups.values():
+        o = same[0]
+        lo, hi = min(x.headroom_bytes for x in same), max(x.headroom_bytes for x in same)
+        a, b = fmt_bytes(lo).split(" "), fmt_bytes(hi).split(" ")
+        if lo == hi or not o.usable:  # a plan that cannot run: how close the nearest comes
+            head = fmt_bytes(hi)
+        elif not width.is_wide():  # the row's first (ranked) plan; --wide shows the range
+            head = fmt_bytes(o.headroom_bytes)
+        else:
+            head = f"{a[0]}-{b[0]} {a[1]}" if a[1] == b[1] and lo >= 0 else f"{fmt_bytes(lo)} to {fmt_bytes(hi)}"
+        rows.append([_names([x.draft for x in same]), "/".join(dict.fromkeys(x.kv_dtype for x in same)), str(o.k),
+                     *_speed_cells(o), "yes" if o.fits else "NO", head, key_runs(o), key_alpha(o)])
+    if limit is None or len(rows) <= limit:
+        return rows, 0
+    return rows[:limit], len(rows) - limit
+
+
+def recommendation_text(rec: Any, machine_label: str | None = None, show_all: bool = False) -> str:
+    lines = [f"target   {one_line(rec.target)}", *wrap(f"machine  {one_line(machine_label or rec.machine)}   engine {rec.engine}   "
+                                             f"context {rec.context:,}   batch {rec.batch}"),
+             *wrap(f"drafts   tokenizer family {rec.tokenizer_family or '?'} ({rec.tokenizer_match})"), ""]
+    rows, left = plan_rows(rec.plans, None if show_all else SHOWN_PLANS)
     if rows:
-        lines.append(tabulate(rows, headers=["draft", "KV", "K", "speed-up", "interval", "verdict", "fits",
-                                             "headroom", "compatible", "alpha"], disable_numparse=True))
-        lines.append(f"costs: {rec.plans[0].costs_source}; acceptance: {rec.plans[0].acceptance.source}"
-                     if rec.plans[0].acceptance else "")
+        lines.append(width.table(rows, ["draft", "KV", "K", "speed-up (range)", "verdict", "fits", "headroom",
+                                        "runs", "alpha"], shrink=(0,), floor=12))
+        if left:
+            lines.append(f"({left} more plan{'s' if left > 1 else ''}: --all)")
+        lines += wrap(f"costs: {rec.plans[0].costs_source}; acceptance: {rec.plans[0].acceptance.source}"
+                      if rec.plans[0].acceptance else "")
         lines.append("")
     c = rec.choice
     if c.draft:
-        lines.append(f"RECOMMENDED  draft {c.draft}, K={c.k}, KV {c.kv_dtype}: {c.speedup:.2f}x "
-                     f"({c.speedup_interval[0]:.2f}-{c.speedup_interval[1]:.2f}x), {c.verdict}")
+        lines += wrap(f"RECOMMENDED  draft {c.draft}, K={c.k}, KV {c.kv_dtype}: {c.speedup:.2f}x "
+                      f"({c.speedup_interval[0]:.2f}-{c.speedup_interval[1]:.2f}x), {c.verdict}")
     else:
         lines.append("RECOMMENDED  no speculation: plain decoding")
-    lines += [f"  - {r}" for r in c.reasons]
+    lines += [x for r in c.reasons for x in wrap(f"- {r}", indent="  ")]
     if c.per_batch:
         cross = (f"speculation stops paying at {c.crossover_batch} concurrent sequences" if c.crossover_batch
                  else f"speculation pays up to {c.per_batch[-1].batch} concurrent sequences")
-        lines.append("under load: " + ", ".join(f"B={p.batch} {p.speedup:.2f}x (K={p.k})" for p in c.per_batch)
-                     + f"; {cross} (per-sequence scheduler costs not modelled)")
+        lines += wrap("under load: " + ", ".join(f"B={p.batch} {p.speedup:.2f}x (K={p.k})" for p in c.per_batch)
+                      + f"; {cross} (per-sequence scheduler costs not modelled)")
     lines.append("")
     for key, value in c.launch.items():
         lines.append(f"{key}:")
-        lines += [f"  {line}" for line in str(value).splitlines()]
-    lines += [f"note: {one_line(n)}" for n in rec.notes]
+        text = str(value)
+        if key == "command":
+            lines += command_lines(text, indent="  ")
+        elif key == "python":
+            lines += [x for line in text.splitlines() for x in python_lines(line, indent="  ")]
+        else:
+            lines += [x for line in text.splitlines() for x in wrap(line, indent="  ")]
+    lines += [x for n in rec.notes for x in wrap(f"note: {one_line(n)}")]
     return "\n".join(lines)

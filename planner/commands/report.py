@@ -139,6 +139,7 @@ def report(
 
     Exit code: 0 the report was written, 2 bad input. (Gate CI with 'planner check'.)
 
+    \b
     Examples:
       planner report --machine rtx-4090 --out here.html
       planner report --machine auto --profile probe.json --family qwen --max-params 14B --out mine.md

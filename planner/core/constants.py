@@ -50,6 +50,23 @@ def hf_token() -> str | None:
     return os.environ.get("HF_TOKEN") or None
 
 
+HOST_KINDS = ("gpu", "apple", "cpu", "none")
+
+
+def host_kind_override() -> str | None:
+    """SPEC_PLANNER_HOST_KIND (gpu | apple | cpu | none) in place of the quick look at this host that
+    `planner memory` takes; 'none' sizes for no particular host (the transformers ledger, GPU overhead).
+    Tests and recorded outputs pin it so they read the same on every machine."""
+    v = (os.environ.get("SPEC_PLANNER_HOST_KIND") or "").strip().lower()
+    return v if v in HOST_KINDS else None
+
+
+def github_actions() -> tuple[bool, str | None]:
+    """(running in GitHub Actions: GITHUB_ACTIONS=true, the $GITHUB_STEP_SUMMARY file or None)."""
+    on = (os.environ.get("GITHUB_ACTIONS") or "").strip().lower() == "true"
+    return on, (os.environ.get("GITHUB_STEP_SUMMARY") or None) if on else None
+
+
 def catalog_dir() -> Path:
     """Where the catalogs live: SPEC_PLANNER_CATALOG, else the package data `planner/catalogs/`.
 

@@ -11,8 +11,8 @@ from ..core.errors import UsageError
 from . import llamacpp, mlx, sglang, transformers, vllm
 from .base import Engine, LaunchInput, Verdict
 
-__all__ = ["Engine", "LaunchInput", "Verdict", "all_engines", "canonical", "default_engine", "get", "launch", "names",
-           "register", "unregister"]
+__all__ = ["Engine", "LaunchInput", "Verdict", "all_engines", "canonical", "default_engine", "get", "launch",
+           "measured_by", "names", "register", "unregister"]
 
 # Order is the order engines are listed in reports and help text.
 _BUILTIN = (llamacpp.ENGINE, vllm.ENGINE, sglang.ENGINE, transformers.ENGINE, mlx.ENGINE)
@@ -70,6 +70,13 @@ def default_engine(machine_kind: str | None, *, gguf: bool = False) -> str:
     if gguf:
         return GGUF_ENGINE
     return DEFAULT_FOR_KIND.get(machine_kind, llamacpp.NAME)
+
+
+def measured_by(backend: str) -> str | None:
+    """The engine whose kernels a probe profile's backend ran ('llama.cpp (cuda)', 'transformers (cpu)'), or
+    None for the synthetic torch stack, which is no engine's."""
+    key = backend.strip().lower()
+    return next((e.name for e in _REGISTRY.values() if key.startswith(e.name)), None)
 
 
 def launch(engine: str, x: LaunchInput) -> dict[str, str]:

@@ -162,6 +162,9 @@ class LaunchInput:
     batch: int = 1  # concurrent sequences: llama.cpp --parallel slots
     draft_context: int | None = None  # the draft's context the ledger sized; None: `context` (llama.cpp has no flag)
     weights_quant: str | None = None  # GGUF quant the ledger sized (Q4_K_M, q4_k, ...); None: 16-bit (F16/BF16)
+    pp: int = 1  # pipeline-parallel stages (vLLM/SGLang; llama.cpp splits layers over its GPUs itself)
+    gpu_layers: int | None = None  # llama.cpp -ngl N; None: all
+    cpu_moe_layers: int = 0  # llama.cpp --n-cpu-moe N
     draft_weights_quant: str | None = None  # the draft's own quant when it differs; None: `weights_quant`
 
 
@@ -237,6 +240,7 @@ class Engine:
     kv_suggestion: str | None = None
     weights_ladder: tuple[str, ...] = ()
     quant_group_size: int | None = None  # group size of the engine's own quantiser (MLX: 64)
+    partial_offload: bool = False  # layers (or MoE experts) can stay in host RAM (llama.cpp -ngl, --n-cpu-moe)
     # Speed: which kernels run on each machine kind (a key of catalogs/kernels/verify_curves.json), and
     # the share of peak memory bandwidth a batch-1 decode reaches there, with its source.
     verify_backend: Mapping[str, str] = field(default_factory=dict)

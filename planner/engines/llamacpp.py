@@ -286,6 +286,9 @@ def launch(x: LaunchInput) -> dict[str, str]:
     none (common/common.h:373) and -md alone does not enable drafting. K is `--spec-draft-n-max`,
     with n-min 0 and p-min 0.0 so every round drafts K tokens. The draft's context is the
     target's n_ctx (common/speculative.cpp:2529-2530); there is no flag for it any more.
+    Partial offload: `-ngl N` (arg.cpp:2789) keeps the output layer and the last N - 1 decoder
+    layers on the GPUs (src/llama-model.cpp:1589-1595); `--n-cpu-moe N` the experts of the first
+    N layers in RAM (arg.cpp:2767-2773).
     """
     b = max(x.batch, 1)
     target, note = _model_ref(x.target, gguf_tag(x.weights_quant) or UNSIZED_TAG, draft=False)
@@ -293,7 +296,9 @@ def launch(x: LaunchInput) -> dict[str, str]:
     for quant in dict.fromkeys(q for q in (x.weights_quant, x.draft_weights_quant) if q):
         if gguf_tag(quant) is None:
             notes.append(f"weights '{quant}' are not a GGUF type: the command names {UNSIZED_TAG} files")
-    cmd = f"llama-server {target} -c {x.context * b} -ngl 99"
+    cmd = f"llama-server {target} -c {x.context * b} -ngl {99 if x.gpu_layers is None else x.gpu_layers}"
+    if x.cpu_moe_layers:
+        cmd += f" --n-cpu-moe {x.cpu_moe_layers}"  # experts of the first N layers in RAM (common/arg.cpp:2767)
     if b > 1:
         cmd += f" -np {b} --kv-unified"
     kv, kv_note = _kv_flags(x.kv_dtype, "-ctk", "-ctv")
@@ -341,6 +346,7 @@ ENGINE = Engine(
     default_split="pp",  # --split-mode layer
     kv_suggestion="q8_0",
     weights_ladder=("q8_0", "q6_k", "q5_k", "q4_k"),
+    partial_offload=True,  # -ngl N, --n-cpu-moe N (common/arg.cpp:2789, :2767)
     verify_backend={"gpu": "llama.cpp-cuda", "apple": "llama.cpp-metal", "cpu": "llama.cpp-cpu"},
     bandwidth_efficiency={
         # achieved / peak bytes per second of batch-1 decode: RTX 4090 LLaMA-2-7B Q4_0 146.81 t/s x 3.8 GB

@@ -70,6 +70,10 @@ def launch(x: LaunchInput) -> dict[str, str]:
     --num-draft-tokens :1959, --kv-bits :2054; a draft or --kv-bits turns batching off, :460, :768-773)."""
     cmd = f"mlx_lm.server --model {quote(x.target)}"
     notes = []
+    bits = {"int8": 8, "int4": 4}.get((x.weights_quant or "").lower())
+    if bits:  # mlx_lm.server loads what it is given: quantise first (mlx_lm/convert.py:200-214)
+        notes.append(f"weights sized as {x.weights_quant}: convert first, mlx_lm.convert --hf-path {quote(x.target)} "
+                     f"-q --q-bits {bits} --q-group-size 64 --mlx-path MODEL-{bits}bit, and serve that folder")
     kv = (x.kv_dtype or "auto").lower()
     if kv in KV_BITS:
         cmd += f" --kv-bits {KV_BITS[kv]}"

@@ -90,7 +90,8 @@ def launch(x: LaunchInput) -> dict[str, str]:
     """`sglang serve` with a STANDALONE draft: num_steps = K, one candidate per step, K + 1 tokens verified.
 
     Flags (sglang 0.5.23): --model-path, --context-length (srt/arg_groups/fields/model.py:51, :110),
-    --tp-size (parallel.py:45-51), --mem-fraction-static (schedule.py:27), --kv-cache-dtype
+    --tp-size (parallel.py:45-51), --pp-size (parallel.py:59), --quantization (model.py:177),
+    --mem-fraction-static (schedule.py:27), --kv-cache-dtype
     (model.py:197), --speculative-* (spec.py:31-69); flag names are the field names with dashes
     (arg_utils.py:288-290).
     """
@@ -98,6 +99,11 @@ def launch(x: LaunchInput) -> dict[str, str]:
     notes = []
     if x.tp > 1:
         cmd += f" --tp-size {x.tp}"
+    if x.pp > 1:
+        cmd += f" --pp-size {x.pp}"
+    notes += vllm.weights_notes(x.weights_quant)
+    if x.weights_quant == "fp8":
+        cmd += " --quantization fp8"  # online quantisation (srt/arg_groups/choices.py:34)
     if x.gpu_memory_utilization:
         cmd += f" --mem-fraction-static {x.gpu_memory_utilization}"
     kv = (x.kv_dtype or "auto").lower()

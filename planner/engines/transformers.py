@@ -43,6 +43,11 @@ def pair_rule(t: Side, d: Side, same: bool | None) -> Verdict:
                    f"assistant_tokenizer.{routed}")
 
 
+# The planner's weight formats transformers quantises at load: BitsAndBytesConfig (transformers 5.24.0
+# utils/quantization_config.py:390-452: load_in_8bit, load_in_4bit, bnb_4bit_quant_type 'fp4' | 'nf4').
+BNB_CONFIGS = {"int8": "load_in_8bit=True", "nf4": "load_in_4bit=True, bnb_4bit_quant_type='nf4'"}
+
+
 def launch(x: LaunchInput) -> dict[str, str]:
     """A generate() snippet; K goes on the assistant's generation_config, which is what is read.
 
@@ -52,9 +57,12 @@ def launch(x: LaunchInput) -> dict[str, str]:
     A threshold > 0 stops a round early when the draft is unsure (generation/utils.py:1692-1699), so
     it is set to 0: every round drafts exactly K tokens, the K the plan chose.
     """
-    lines = ["from transformers import AutoModelForCausalLM, AutoTokenizer",
+    quant = BNB_CONFIGS.get((x.weights_quant or "").lower())
+    lines = ["from transformers import AutoModelForCausalLM, AutoTokenizer"
+             + (", BitsAndBytesConfig" if quant else ""),
              f"tok = AutoTokenizer.from_pretrained({x.target!r})",
-             f"model = AutoModelForCausalLM.from_pretrained({x.target!r}, dtype='auto', device_map='auto')"]
+             f"model = AutoModelForCausalLM.from_pretrained({x.target!r}, dtype='auto', device_map='auto'"
+             + (f", quantization_config=BitsAndBytesConfig({quant})" if quant else "") + ")"]
     kwargs = "**inputs, max_new_tokens=256"
     if x.temperature > 0:
         kwargs += f", do_sample=True, temperature={x.temperature}"
@@ -76,6 +84,11 @@ def launch(x: LaunchInput) -> dict[str, str]:
     if x.tp > 1:
         notes.append(f"device_map='auto' spreads the layers over the {x.tp} GPUs (one at a time), not tensor "
                      f"parallel.")
+    if quant:
+        notes.append(f"weights sized as {x.weights_quant}: bitsandbytes quantises the target at load (pip install "
+                     f"bitsandbytes).")
+    elif x.weights_quant and x.weights_quant.lower() not in ("bf16", "f16", "fp16"):
+        notes.append(f"weights sized as {x.weights_quant}: load a checkpoint stored in that format.")
     if x.kv_dtype and x.kv_dtype.lower() not in ("auto", "f16", "bf16"):
         notes.append(f"KV type '{x.kv_dtype}' is not set by this snippet: the cache runs in the model's dtype.")
     return {"python": "\n".join(lines), "note": " ".join(notes)}

@@ -17,11 +17,12 @@ from .base import Engine, LaunchInput, Side, Verdict, pad, quote, with_notes
 
 NAME = "vllm"
 # KV block of 16 tokens (v1/kv_cache_interface.py); max_num_batched_tokens 2048 for the OpenAI server
-# on most GPUs (8192 for the offline LLM class); gpu_memory_utilization 0.9; the sampler's profile run
-# samples max_num_seqs (256) rows.
+# on most GPUs (8192 for the offline LLM class); gpu_memory_utilization 0.92 (CacheConfig
+# Field(default=0.92), vllm/config/cache.py:215 in 0.33.0, unchanged at upstream 002f10e0; it was 0.9
+# before); the sampler's profile run samples max_num_seqs (256) rows.
 BLOCK_TOKENS = 16
 MAX_BATCHED_TOKENS = 2048
-GPU_UTILIZATION = 0.9
+GPU_UTILIZATION = 0.92
 MAX_NUM_SEQS = 256
 NON_TORCH_BYTES = 1833 * MiB  # 1.79 GiB (PR #10511)
 
@@ -61,10 +62,21 @@ def pair_rule(t: Side, d: Side, same: bool | None) -> Verdict:
 KV_CACHE_DTYPES = ("fp8", "fp8_e4m3", "fp8_e5m2")
 
 
+def weights_notes(quant: str | None) -> list[str]:
+    """What a weights format the ledger sized needs at launch: fp8 is quantised at load
+    (--quantization fp8); other formats need a checkpoint stored that way."""
+    if quant is None or quant.lower() in ("fp8", "bf16", "f16", "fp16"):
+        return []
+    return [f"weights sized as {quant}: serve a checkpoint stored in that format (an AWQ/GPTQ repo for int4); "
+            f"the engine does not quantise a 16-bit checkpoint to {quant} at load"]
+
+
 def launch(x: LaunchInput) -> dict[str, str]:
     """`vllm serve` with a draft_model speculative config (draft TP must be 1 or the target's).
 
     Flags (vLLM 0.33.0 vllm/engine/arg_utils.py): --max-model-len :991, --tensor-parallel-size :1209,
+    --pipeline-parallel-size :1171, --quantization :992 (fp8: online quantisation of a 16-bit
+    checkpoint, model_executor/layers/quantization/__init__.py:18),
     --gpu-memory-utilization :1389, --kv-cache-dtype :1397, --speculative-config :1866 (JSON, the
     SpeculativeConfig fields of vllm/config/speculative.py: method :419, model :416,
     num_speculative_tokens :413, draft_tensor_parallel_size :427, use_heterogeneous_vocab :496).
@@ -73,6 +85,11 @@ def launch(x: LaunchInput) -> dict[str, str]:
     notes = []
     if x.tp > 1:
         cmd += f" --tensor-parallel-size {x.tp}"
+    if x.pp > 1:
+        cmd += f" --pipeline-parallel-size {x.pp}"
+    notes += weights_notes(x.weights_quant)
+    if x.weights_quant == "fp8":
+        cmd += " --quantization fp8"
     if x.gpu_memory_utilization:
         cmd += f" --gpu-memory-utilization {x.gpu_memory_utilization}"
     if x.kv_dtype and x.kv_dtype in KV_CACHE_DTYPES:

@@ -37,7 +37,7 @@ class Budget:
 def device_budget(dev: Device, engine: str, utilization: float | None = None) -> Budget:
     """Bytes an engine may fill on `dev`.
 
-    GPU: memory x (--utilization or the engine's share: vLLM 0.9, others 1.0); Apple: memory x the
+    GPU: memory x (--utilization or the engine's share: vLLM 0.92, SGLang 0.9, others 1.0); Apple: memory x the
     Metal working-set share; CPU: RAM x the share left after OS headroom. Capped by the free
     memory detection saw, minus the engine's margin (llama.cpp 1 GiB on GPU/Metal devices).
 

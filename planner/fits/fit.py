@@ -24,22 +24,31 @@ from ..core.spec import ModelSpec
 from .budget import Budget, device_budget, overhead_for
 from .machine import Machine
 from .memory import Settings
-from .split import dynamic_split, weight_split
+from .split import dynamic_split, host_kv, weight_split
 
 
 @dataclass(frozen=True)
 class Layout:
     """How models are spread: tensor parallel `tp` x pipeline parallel `pp` devices (stage-major:
     device = stage * tp + rank). The draft follows the target's layout unless `draft_device` pins
-    it, whole, to one device."""
+    it, whole, to one device. Partial offload of the target (engines with `partial_offload`,
+    llama.cpp): `gpu_layers` is -ngl N (the output layer and the last N - 1 decoder layers on the
+    GPUs; None: all), `cpu_moe_layers` is --n-cpu-moe N (experts of the first N layers in RAM)."""
 
     tp: int = 1
     pp: int = 1
     draft_device: int | None = None
+    gpu_layers: int | None = None
+    cpu_moe_layers: int = 0
 
     @property
     def n_devices(self) -> int:
         return self.tp * self.pp
+
+    def first_gpu_layer(self, n_layers: int) -> int:
+        """The first decoder layer on a GPU: max(n_layers + 1 - N, 0) for -ngl N
+        (llama.cpp src/llama-model.cpp:1589, the output layer counts as layer n_layers)."""
+        return 0 if self.gpu_layers is None else max(n_layers + 1 - self.gpu_layers, 0)
 
 
 @dataclass(frozen=True)
@@ -65,7 +74,7 @@ class DeviceFit:
     shares: tuple[Share, ...]
     overhead_bytes: int
     comm_bytes: int
-    host_bytes: int  # weights the engine keeps in host RAM for this device's models (not counted here)
+    host_bytes: int  # weights (and offloaded layers' KV) the engine keeps in host RAM for this device's models
 
     @property
     def used_bytes(self) -> int:
@@ -114,6 +123,13 @@ def _check_layout(p: Problem) -> None:
         raise UsageError(f"Cannot put the draft on device {lay.draft_device}: expected 0..{n - 1}.")
     if lay.draft_device is not None and p.draft is None:
         raise UsageError("Cannot use --draft-device without --draft.")
+    if lay.gpu_layers is not None or lay.cpu_moe_layers:
+        if not engines.get(p.settings.engine).partial_offload or p.machine.kind == "cpu":
+            raise UsageError(f"Cannot offload layers to host RAM with {p.settings.engine} on "
+                             f"'{p.machine.display_name}': only llama.cpp on a GPU machine does (-ngl, --n-cpu-moe).")
+        gpu_decoder = p.target.n_layers - lay.first_gpu_layer(p.target.n_layers)
+        if lay.gpu_layers is not None and gpu_decoder < lay.pp:
+            raise UsageError(f"Cannot split {gpu_decoder} GPU layers (-ngl {lay.gpu_layers}) over {lay.pp} devices.")
 
 
 def _place(p: Problem) -> tuple[_Placed, ...]:
@@ -121,7 +137,8 @@ def _place(p: Problem) -> tuple[_Placed, ...]:
     lay, kind = p.layout, p.machine.kind
     host_ok = kind != "cpu"
     t_devs = tuple(range(lay.n_devices))
-    w, host = weight_split(p.target, p.settings, lay.tp, lay.pp, on_host_ok=host_ok)
+    w, host = weight_split(p.target, p.settings, lay.tp, lay.pp, on_host_ok=host_ok,
+                           first_gpu_layer=lay.first_gpu_layer(p.target.n_layers), cpu_moe_layers=lay.cpu_moe_layers)
     placed = [_Placed("target", p.target, p.settings, t_devs, lay.tp, lay.pp, tuple(w), host)]
     if p.draft is not None:
         ds = p.draft_settings or p.settings
@@ -151,11 +168,12 @@ def evaluate(p: Problem, context: int, batch: int, placed: tuple[_Placed, ...] |
     for m in placed:
         s = replace(m.settings, context=context, batch=batch)
         ctx = s.draft_context if (m.role == "draft" and s.draft_context) else context
-        dyn = dynamic_split(m.spec, s, m.tp, m.pp, ctx)
+        first = p.layout.first_gpu_layer(m.spec.n_layers) if m.role == "target" else 0
+        dyn = dynamic_split(m.spec, s, m.tp, m.pp, ctx, first)
         for i, dev in enumerate(m.devices):
             kv, act = dyn[i]
             shares[dev].append(Share(m.role, m.spec.id, m.weights[i], kv, act))
-        hosts[m.devices[0]] += m.host_bytes
+        hosts[m.devices[0]] += m.host_bytes + host_kv(m.spec, s, ctx, first)
         if m.tp > 1:
             tp_devices.update(m.devices)
     comm = engines.get(p.settings.engine).tp_comm_bytes if p.machine.kind == "gpu" else 0

@@ -61,6 +61,8 @@ class Machine:
     origin: str  # catalog | file | detected | custom
     host_memory_bytes: int | None = None
     notes: tuple[str, ...] = ()
+    # host RAM bandwidth (what partially offloaded layers are read at); None: not catalogued
+    host_bandwidth_bytes_per_s: int | None = None
     device_names: tuple[str, ...] = field(default=())
     interconnect: tuple[int, float] | None = None  # (bytes/s per rank, seconds per small all-reduce)
 

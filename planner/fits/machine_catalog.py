@@ -22,7 +22,7 @@ from .machine import FLOP_DTYPES, KINDS, MAX_DEVICES, Device, Machine
 SOURCE_KEYS = ("memory", "bandwidth", "flops")
 REQUIRED_KEYS = ("name", "display_name", "kind", "vendor", "memory_bytes", "devices", "bandwidth_bytes_per_s",
                  "peak_flops", "usable_fraction", "sources")
-OPTIONAL_KEYS = ("device_names", "notes", "interconnect")
+OPTIONAL_KEYS = ("device_names", "notes", "interconnect", "host_bandwidth_bytes_per_s")  # host: a sources.host_bandwidth
 
 
 def machines_dir() -> Path:
@@ -100,6 +100,10 @@ def validate_entry(entry: Any, origin: str) -> dict[str, Any]:
                        "an object", link)
         if not isinstance(sources.get("interconnect"), str) or not sources["interconnect"].strip():
             raise _bad(origin, "'sources' must give a source for interconnect", "a string", sources)
+    if entry.get("host_bandwidth_bytes_per_s") is not None:
+        _int_field(entry, "host_bandwidth_bytes_per_s", origin)
+        if not isinstance(sources.get("host_bandwidth"), str) or not sources["host_bandwidth"].strip():
+            raise _bad(origin, "'host_bandwidth_bytes_per_s' needs sources.host_bandwidth", "a string", sources)
     names = entry.get("device_names", [])
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise _bad(origin, "'device_names' must be a list of strings", "a list", names)
@@ -123,7 +127,8 @@ def machine_from_entry(entry: Mapping[str, Any], origin: str, kind_of_origin: st
                    usable_fraction=frac, sources=e["sources"], origin=kind_of_origin, notes=notes,
                    device_names=tuple(e.get("device_names", [])),
                    interconnect=(e["interconnect"]["bytes_per_s"], float(e["interconnect"]["latency_s"]))
-                   if e.get("interconnect") else None)
+                   if e.get("interconnect") else None,
+                   host_bandwidth_bytes_per_s=e.get("host_bandwidth_bytes_per_s"))
 
 
 def read_entry(path: str | Path) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..core.constants import DETECT_OUTPUT_MAX_BYTES, DETECT_TIMEOUT_S, MiB
+from ..core.constants import DETECT_OUTPUT_MAX_BYTES, DETECT_TIMEOUT_S, MiB, host_kind_override
 from ..core.errors import MachineError
 from .machine import FLOP_DTYPES, Device, Machine, apple_working_set_fraction
 from .machine_catalog import match_catalog
@@ -219,6 +219,25 @@ def _detected(kind: str, vendor: str, devices: Sequence[Device], how: str, host_
                    notes=notes, device_names=(first.name,))
 
 
+# Device nodes a GPU driver creates: NVIDIA (/dev/nvidia0, nvidiactl), AMD ROCm (/dev/kfd), WSL (/dev/dxg).
+GPU_DEVICE_NODES = ("/dev/nvidia0", "/dev/nvidiactl", "/dev/kfd", "/dev/dxg")
+
+
+def host_kind() -> str | None:
+    """This host's kind from a glance (no subprocess, a few stat calls): 'gpu' when a GPU driver's device
+    node or nvidia-smi is there, 'apple' on Apple silicon, else 'cpu'; SPEC_PLANNER_HOST_KIND overrides
+    ('none': no particular host, None returned). `planner memory` uses it to pick the engine default and
+    to leave the CUDA context out on Metal/CPU hosts; full detection (detect()) runs nvidia-smi."""
+    forced = host_kind_override()
+    if forced is not None:
+        return None if forced == "none" else forced
+    if any(Path(n).exists() for n in GPU_DEVICE_NODES) or shutil.which("nvidia-smi"):
+        return "gpu"
+    if sys.platform == "darwin" and platform.machine() == "arm64":
+        return "apple"
+    return "cpu"
+
+
 def detect(*, use_torch: bool | None = None) -> Machine:
     """Describe this host: GPUs (nvidia-smi, else torch), else Apple unified memory, else CPU RAM.
 
@@ -297,4 +316,6 @@ def with_host_measurements(m: Machine) -> Machine:
                "flops": why}
     return replace(m, bandwidth_bytes_per_s=int(bw), peak_flops={**dict.fromkeys(FLOP_DTYPES), "bf16": flops,
                                                                  "fp16": flops},
-                   sources=sources, notes=(*m.notes, "bandwidth measured, FLOP/s estimated (CPU not in catalog)"))
+                   sources=sources, notes=(*(n for n in m.notes if "not in the catalog" not in n),
+                                           f"'{m.devices[0].name}' is not in the catalog: bandwidth measured on this "
+                                           f"host, FLOP/s estimated"))

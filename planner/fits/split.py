@@ -10,6 +10,11 @@ independent of budgets and of the verdict:
   pipeline parallel p: layers split into p stages (vLLM get_pp_indices; llama.cpp floor(il * p / L)),
                       embedding on the first stage, final norm + lm_head (+ a tied copy) and the
                       logits on the last
+  partial offload:    llama.cpp -ngl N keeps layers [0, first_gpu_layer) in host RAM, weights and
+                      KV (src/llama-model.cpp:1589-1595, src/llama-kv-cache.cpp:216-218: a layer's
+                      cache lives on its layer's device); the GPU layers are split over the stages as
+                      above; --n-cpu-moe N keeps only the expert tensors of layers [0, N) in host RAM
+                      (common/arg.cpp:2767-2773, LLM_FFN_EXPS_REGEX common/common.h:1198)
 """
 
 from __future__ import annotations
@@ -89,28 +94,44 @@ def resident_tensors(spec: ModelSpec, s: Settings) -> tuple[TensorInfo, ...]:
     return memory.resident_tensors(spec, s)
 
 
+def gpu_stage_ranges(n_layers: int, pp: int, engine: str, first_gpu_layer: int = 0) -> tuple[tuple[int, int], ...]:
+    """stage_ranges over the layers on GPUs, [first_gpu_layer, n_layers) (all of them unless offloading).
+
+    Raises:
+        UsageError: more stages than GPU layers.
+    """
+    if first_gpu_layer == 0:
+        return stage_ranges(n_layers, pp, engine)
+    return tuple((a + first_gpu_layer, b + first_gpu_layer)
+                 for a, b in stage_ranges(n_layers - first_gpu_layer, pp, engine))
+
+
 def weight_split(spec: ModelSpec, s: Settings, layout_tp: int, layout_pp: int, *,
-                 on_host_ok: bool) -> tuple[list[int], int]:
+                 on_host_ok: bool, first_gpu_layer: int = 0, cpu_moe_layers: int = 0) -> tuple[list[int], int]:
     """(weight bytes per device in stage-major order, bytes kept in host RAM).
 
     Layer tensors go to their layer's stage; embedding/vision/other to the first stage, final
     norm and lm_head to the last (a tied embedding is copied there by vLLM/SGLang/llama.cpp when
     it is not the first stage). llama.cpp keeps the input embedding in host RAM (`on_host_ok`).
     Within a stage, groups the engine shards are divided by tp (ceil), the others stay whole on
-    every rank (llama.cpp: on the stage's first rank only).
+    every rank (llama.cpp: on the stage's first rank only). Partial offload (llama.cpp): the
+    tensors of layers below `first_gpu_layer`, and the experts of layers below `cpu_moe_layers`,
+    stay in host RAM.
     """
-    key = ("split", memory._scheme_name(spec, s), s.group_size, s.engine, layout_tp, layout_pp, on_host_ok)
+    key = ("split", memory._scheme_name(spec, s), s.group_size, s.engine, layout_tp, layout_pp, on_host_ok,
+           first_gpu_layer, cpu_moe_layers)
     if key not in spec.weights.memo:
-        spec.weights.memo[key] = _weight_split(spec, s, layout_tp, layout_pp, on_host_ok=on_host_ok)
+        spec.weights.memo[key] = _weight_split(spec, s, layout_tp, layout_pp, on_host_ok=on_host_ok,
+                                               first_gpu_layer=first_gpu_layer, cpu_moe_layers=cpu_moe_layers)
     per_device, host = spec.weights.memo[key]
     return list(per_device), host
 
 
 def _weight_split(spec: ModelSpec, s: Settings, layout_tp: int, layout_pp: int, *,
-                  on_host_ok: bool) -> tuple[list[int], int]:
+                  on_host_ok: bool, first_gpu_layer: int, cpu_moe_layers: int) -> tuple[list[int], int]:
     e, tp, pp = engines.get(s.engine), layout_tp, layout_pp
-    stages = stage_ranges(spec.n_layers, pp, e.name)
-    stage_of = [i for i, (a, b) in enumerate(stages) for _ in range(a, b)]
+    stages = gpu_stage_ranges(spec.n_layers, pp, e.name, first_gpu_layer)
+    stage_of = [-1] * first_gpu_layer + [i for i, (a, b) in enumerate(stages) for _ in range(a, b)]
     split = [0] * pp  # bytes divided over the stage's ranks
     whole = [0] * pp  # bytes every rank (or the main rank) holds whole
     host = 0
@@ -123,6 +144,9 @@ def _weight_split(spec: ModelSpec, s: Settings, layout_tp: int, layout_pp: int, 
             st = 0
         elif layer is not None and layer < spec.n_layers:
             st = stage_of[layer]
+            if st < 0 or (t.group == "experts" and layer < cpu_moe_layers):
+                host += t.nbytes  # offloaded: -ngl leaves the layer in RAM, --n-cpu-moe its experts
+                continue
         elif t.group in ("lm_head", "norm"):
             st = pp - 1
         else:
@@ -144,10 +168,12 @@ def _weight_split(spec: ModelSpec, s: Settings, layout_tp: int, layout_pp: int, 
     return per_device, host
 
 
-def dynamic_split(spec: ModelSpec, s: Settings, tp: int, pp: int, context: int) -> list[tuple[int, int]]:
-    """(KV cache + state, activations) per device in stage-major order, from memory.py's formulas."""
+def dynamic_split(spec: ModelSpec, s: Settings, tp: int, pp: int, context: int,
+                  first_gpu_layer: int = 0) -> list[tuple[int, int]]:
+    """(KV cache + state, activations) per device in stage-major order, from memory.py's formulas
+    (the GPU layers only when offloading: host_kv() counts the rest)."""
     out = []
-    stages = stage_ranges(spec.n_layers, pp, s.engine)
+    stages = gpu_stage_ranges(spec.n_layers, pp, s.engine, first_gpu_layer)
     for st, stage in enumerate(stages):
         part = shard_spec(spec, stage, tp, s.engine, last=st == pp - 1)
         kv, _ = kv_cache(part, s, context)
@@ -155,3 +181,11 @@ def dynamic_split(spec: ModelSpec, s: Settings, tp: int, pp: int, context: int) 
         out.extend([(kv, act)] * tp)
     return out
 
+
+
+def host_kv(spec: ModelSpec, s: Settings, context: int, first_gpu_layer: int) -> int:
+    """KV cache + state of the layers -ngl leaves in host RAM, [0, first_gpu_layer)."""
+    if first_gpu_layer <= 0:
+        return 0
+    part = shard_spec(spec, (0, first_gpu_layer), 1, s.engine, last=False)
+    return kv_cache(part, s, context)[0]

@@ -2,8 +2,8 @@
 
 Its own module because it composes the others: the per-device ledger and the largest context
 and batch (fit.py), the term that dominates the tightest device, the one-device ledger as
-`planner memory` shows it (memory.py + budget.py), and the suggestions when it does not fit
-(suggest.py).
+`planner memory` shows it (memory.py + budget.py), and the single changes (suggest.py) and the
+cheapest combinations (search.py) when it does not fit.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from ..core.spec import ModelSpec
 from .budget import overhead_for
 from .fit import DeviceFit, Problem, evaluate, fits, max_batch, max_context
 from .memory import Ledger, ledger
+from .search import Combination, search
 from .suggest import Suggestion, suggest
 
 
@@ -30,6 +31,7 @@ class FitResult:
     dominant: dict
     suggestions: tuple[Suggestion, ...]
     ledger: Ledger
+    combinations: tuple[Combination, ...] = ()  # changes together that fit, cheapest first (search.py)
 
     @property
     def fits(self) -> bool:
@@ -67,7 +69,7 @@ def fit(p: Problem, *, smaller_drafts: Sequence[ModelSpec] = ()) -> FitResult:
         smaller_drafts: candidate drafts for the "smaller draft" suggestion.
 
     Returns:
-        The FitResult; `suggestions` is empty when it fits.
+        The FitResult; `suggestions` and `combinations` are empty when it fits.
 
     Raises:
         UsageError: a layout the machine cannot hold, or bad settings.
@@ -84,7 +86,9 @@ def fit(p: Problem, *, smaller_drafts: Sequence[ModelSpec] = ()) -> FitResult:
     devs = evaluate(p, p.settings.context, p.settings.batch)
     mc, limit = max_context(p)
     mb = max_batch(p)
-    sugg = () if fits(devs) else suggest(p, mc, mb, smaller_drafts)
+    ok = fits(devs)
+    sugg = () if ok else suggest(p, mc, mb, smaller_drafts)
     return FitResult(problem=p, devices=devs, max_context=mc, max_context_limit=limit, max_batch=mb,
-                     dominant=dominant(devs), suggestions=sugg, ledger=single_device_ledger(p))
+                     dominant=dominant(devs), suggestions=sugg, ledger=single_device_ledger(p),
+                     combinations=() if ok else search(p))
 

@@ -41,8 +41,9 @@ from ..core.units import parse_bytes, parse_tokens
 from ..fits.memory import kv_format
 from .recommend import parse_acceptance
 
-# A policy describes a serving deployment: its default engine is the GPU serving default (vLLM).
-SERVING_ENGINE = engines.default_engine("gpu")
+# A deployment without an engine runs what `--engine auto` picks on each of its machines (engines.default_engine:
+# llama.cpp for a GGUF target, vLLM on GPUs, llama.cpp on Apple silicon and CPUs), as fit and recommend do.
+AUTO_ENGINE = "auto"
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -80,7 +81,7 @@ class Deployment:
     name: str
     target: str
     draft: str | None = None
-    engine: str = SERVING_ENGINE
+    engine: str = AUTO_ENGINE  # resolved per machine (plan/scenario.py)
     context: int = DEFAULT_CONTEXT
     batch: int = 1
     kv_dtype: str | None = None
@@ -113,7 +114,8 @@ class Policy:
 
 
 def load_policy(path: str | Path | None = None) -> Policy:
-    """Read planner.toml (or pyproject.toml's [tool.planner]); default: ./planner.toml, then ./pyproject.toml.
+    """Read planner.toml (or pyproject.toml's [tool.planner]); default: ./planner.toml, then ./pyproject.toml,
+    then the same in each parent folder up to the repository root (the first folder with a .git).
 
     Raises:
         ConfigError: missing file, invalid TOML, unknown key, wrong type or value; names file and key.
@@ -149,10 +151,33 @@ def _find(path: str | Path | None) -> Path:
         if not p.is_file():
             raise ConfigError(f"Cannot read policy '{p}': file not found.", p)
         return p
-    for name in ("planner.toml", "pyproject.toml"):
-        if Path(name).is_file():
-            return Path(name)
-    raise ConfigError("Cannot find a policy: no planner.toml or pyproject.toml here. Pass --config FILE.")
+    here = Path.cwd()
+    for d in (here, *here.parents):  # like ruff and pytest: this folder, then its parents
+        if (d / "planner.toml").is_file():
+            return _shown(d / "planner.toml", here)
+        pyproject = d / "pyproject.toml"
+        if pyproject.is_file() and _has_planner_table(pyproject):
+            return _shown(pyproject, here)
+        if (d / ".git").exists():
+            break  # the repository's root: a policy above it belongs to something else
+    if (here / "pyproject.toml").is_file():
+        return Path("pyproject.toml")  # read, so the error names its missing [tool.planner] table
+    raise ConfigError("Cannot find a policy: no planner.toml or pyproject.toml here or in a parent folder (up to "
+                      "the repository root). Pass --config FILE.")
+
+
+def _shown(p: Path, here: Path) -> Path:
+    """The policy path as messages show it: relative to the working folder when below it."""
+    return p.relative_to(here) if p.parent == here else p
+
+
+def _has_planner_table(p: Path) -> bool:
+    """Whether a parent folder's pyproject.toml has a [tool.planner] table (a bounded text check)."""
+    try:
+        with p.open("rb") as fh:
+            return b"[tool.planner" in fh.read(JSON_MAX_BYTES)
+    except OSError:
+        return False
 
 
 def parse_policy(doc: dict[str, Any], origin: str) -> Policy:
@@ -273,7 +298,7 @@ def _deployment(d: dict[str, Any], origin: str, where: str) -> Deployment:
     if "k" in d and "max_k" in d and d["k"] > d["max_k"]:
         raise ConfigError(f"Cannot use policy '{origin}': {where} k = {d['k']} is above max_k = {d['max_k']} "
                           f"(expected k <= max_k).", origin, key="k")
-    engine = _checked(origin, where, "engine", lambda: _engine(d.get("engine", SERVING_ENGINE)))
+    engine = _checked(origin, where, "engine", lambda: _engine(d.get("engine", AUTO_ENGINE)))
     for key, check in (("kv_dtype", lambda v: _kv(v, engine)), ("weights_dtype", _weights),
                        ("acceptance", _acceptance)):
         if key in d:
@@ -304,12 +329,24 @@ def _checked(origin: str, where: str, key: str, fn: Any) -> Any:
 
 
 def _engine(name: str) -> str:
-    return engines.canonical(name)
+    return AUTO_ENGINE if name.strip().lower() == AUTO_ENGINE else engines.canonical(name)
 
 
 def _kv(value: str, engine: str) -> None:
-    if value.strip().lower() != "auto":
+    """A KV type the engine (any engine `auto` may pick) can hold."""
+    if value.strip().lower() == "auto":
+        return
+    if engine != AUTO_ENGINE:
         kv_format(value, "BF16", engine)
+        return
+    errors = []
+    for e in dict.fromkeys(engines.default_engine(k) for k in ("gpu", "apple", "cpu")):
+        try:
+            kv_format(value, "BF16", e)
+            return
+        except UsageError as err:
+            errors.append(err)
+    raise errors[0]
 
 
 def _weights(value: str) -> None:

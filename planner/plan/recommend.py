@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import engines
-from ..core.constants import CPU_MATMUL_EFFICIENCY, DEFAULT_MAX_K
+from ..core.constants import DEFAULT_MAX_K
 from ..core.errors import MachineError, PlannerError, UsageError
 from ..core.spec import ModelSpec
 from ..drafting import Compatibility, DraftingMethod, DraftModel
@@ -32,6 +32,7 @@ from ..speed import roofline
 from ..speed.model import Costs
 from . import load
 from .load import BatchPoint
+from .roof import bandwidth_share, compute_share, roofline_machine  # noqa: F401  (plan.roofline_machine)
 
 # Per engine (engines/*.py): the KV cache types worth trying, unquantised first (Engine.kv_options: quantised
 # KV is not lossless), its own pairing verdict, and whether a refusal has a heterogeneous-vocabulary
@@ -157,44 +158,6 @@ def catalog_candidates(target: ModelSpec, family: str | None, weights_dtype: str
 
 
 # --- what each option costs --------------------------------------------------------------------
-
-def roofline_machine(machine: Machine, layout: fit.Layout, engine: str | None = None) -> roofline.Roof:
-    """Tensor parallelism reads each shard in parallel: aggregate bandwidth and FLOP/s of the tp ranks.
-    CPU peaks are derated by CPU_MATMUL_EFFICIENCY (measured llama.cpp throughput, constants.py); with an
-    engine, the bandwidth is what that engine's batch-1 decode reaches on this kind of machine
-    (Engine.bandwidth_efficiency, each figure with its source).
-
-    Raises:
-        MachineError: the machine has no bandwidth figure (a --gpu-memory-only description).
-    """
-    if not machine.bandwidth_bytes_per_s:
-        raise MachineError(f"Cannot predict speed on '{machine.display_name}': it has no memory-bandwidth figure. "
-                           f"Use --machine with a catalog name (planner machines list), --profile FILE from "
-                           f"'planner probe', or --probe on this machine.")
-    tp = layout.tp
-    # CPUs: LLM matmul kernels reach a fraction of the vector-FMA peak the catalog and detection give;
-    # GPUs: the share of peak tensor FLOP/s the engine's GEMMs reach (Engine.compute_efficiency)
-    eff = CPU_MATMUL_EFFICIENCY if machine.kind == "cpu" else compute_share(engine, machine.kind)[0]
-    flops = {k: (v * tp * eff if v else v) for k, v in machine.peak_flops.items()}
-    share, _ = bandwidth_share(engine, machine.kind)
-    link, latency = machine.interconnect or (None, 0.0)
-    return roofline.Roof(bandwidth_bytes_per_s=machine.bandwidth_bytes_per_s * tp * share, peak_flops=flops,
-                         name=machine.name, kind=machine.kind, tp=tp, link_bytes_per_s=link, link_latency_s=latency)
-
-
-def compute_share(engine: str | None, kind: str) -> tuple[float, str]:
-    """(share of peak tensor FLOP/s the engine's GEMMs reach, its source) on this machine kind."""
-    if engine is None:
-        return 1.0, "peak FLOP/s"
-    return engines.get(engine).compute_efficiency.get(kind, (1.0, "peak FLOP/s (no measured share)"))
-
-
-def bandwidth_share(engine: str | None, kind: str) -> tuple[float, str]:
-    """(share of peak bandwidth a batch-1 decode reaches, its source) for this engine on this machine kind."""
-    if engine is None:
-        return 1.0, "peak bandwidth"
-    return engines.get(engine).bandwidth_efficiency.get(kind, (1.0, "peak bandwidth (no measured share)"))
-
 
 def roofline_costs(target: ModelSpec, method: DraftingMethod, machine: roofline.Roof, s: Settings,
                    k_max: int) -> Costs:
@@ -324,8 +287,10 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
         cands = catalog_candidates(target, family, draft_weights_dtype)
         if not cands:
             notes.append(f"no catalog draft shares this target's tokenizer ({how}); pass --candidates")
-    launch_in = engines.LaunchInput(target=target_ref, draft=None, k=1, context=context, tp=layout.tp,
-                                    temperature=temperature, batch=batch, weights_quant=weights_dtype)
+    launch_in = engines.LaunchInput(target=target_ref, draft=None, k=1, context=context, tp=layout.tp, pp=layout.pp,
+                                    temperature=temperature, batch=batch, weights_quant=weights_dtype,
+                                    gpu_memory_utilization=utilization,
+                                    kv_dtype=_kv_flag(kv_dtypes[0]) if kv_dtypes and len(kv_dtypes) == 1 else None)
     roofline_costs_used = costs_for is None
     if costs_for is None:
         roof = roofline_machine(machine, layout, engine)

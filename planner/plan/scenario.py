@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 
+from .. import engines
 from ..core import paths
 from ..core.errors import ConfigError, MachineError, PlannerError
 from ..core.spec import ModelSpec
@@ -26,7 +27,7 @@ from ..speed import acceptance as acc
 from ..speed.profile import Profile
 from ..speed.profile_file import load_profile
 from . import recommend as plan
-from .policy import Deployment
+from .policy import AUTO_ENGINE, Deployment
 
 
 @dataclass(frozen=True)
@@ -131,11 +132,13 @@ def scenarios(d: Deployment, machines: Sequence[Machine], *, base: str | Path = 
     d_ref = _ref(d.draft, base) if d.draft else None
     method = DraftModel(_load(d_ref, d, "draft", cache, origin), d_ref) if d_ref else None
     k_rows = (d.k or d.max_k) if method is not None else 0
-    s = Settings(context=d.context, batch=d.batch, engine=d.engine, kv_dtype=d.kv_dtype,
-                 weights_dtype=d.weights_dtype, spec_tokens=k_rows)
     given = given_acceptance(d, Path(origin).name)
     out = []
     for m in machines:
+        gguf = target.source == "gguf" or (method is not None and method.resident_model().source == "gguf")
+        engine = d.engine if d.engine != AUTO_ENGINE else engines.default_engine(m.kind, gguf=gguf)
+        s = Settings(context=d.context, batch=d.batch, engine=engine, kv_dtype=d.kv_dtype,
+                     weights_dtype=d.weights_dtype, spec_tokens=k_rows)
         label = machine_label(m)
         path = d.profile_for(label)
         prof = None
@@ -145,7 +148,7 @@ def scenarios(d: Deployment, machines: Sequence[Machine], *, base: str | Path = 
             except PlannerError as e:
                 raise ConfigError(f"Cannot check deployment '{d.name}' of '{origin}' (profile): {e}", path,
                                   key="profile") from e
-        layout = fit.default_layout(m.n_devices, d.engine, d.tp, d.pp)
+        layout = fit.default_layout(m.n_devices, engine, d.tp, d.pp)
         out.append(Scenario(deployment=d, machine=m, label=label, target=target, target_ref=t_ref, method=method,
                             settings=s, layout=layout, given_acceptance=given, profile=prof,
                             profile_path=path, origin=origin))

@@ -38,10 +38,24 @@ MAX_PROMPT_TOKENS = 1024
 
 @dataclass(frozen=True)
 class Prompt:
-    """One calibration prompt and its kind (chat, code, math, prose, custom)."""
+    """One calibration prompt and its kind (chat, code, math, prose, custom); `ids` when it is given as
+    token ids (a model folder without tokenizer files can still be benched)."""
 
     kind: str
     text: str
+    ids: tuple[int, ...] | None = None
+
+
+MAX_TOKEN_ID = 1 << 31  # ids are checked against each model's vocabulary before use; this bounds the JSON
+
+
+def _ids(it: dict, i: int, origin: str) -> tuple[int, ...]:
+    ids = it.get("ids")
+    if not isinstance(ids, list) or not 1 <= len(ids) <= MAX_PROMPT_TOKENS or not all(
+            isinstance(x, int) and not isinstance(x, bool) and 0 <= x < MAX_TOKEN_ID for x in ids):
+        raise _prompt_error(origin, f"entry {i} has bad 'ids'", f"1..{MAX_PROMPT_TOKENS} non-negative integers",
+                            repr(ids)[:40])
+    return tuple(ids)
 
 
 def _prompt_error(origin: str, reason: str, expected: str, got: Any) -> ConfigError:
@@ -51,7 +65,7 @@ def _prompt_error(origin: str, reason: str, expected: str, got: Any) -> ConfigEr
 
 
 def parse_prompts(text: str, origin: str) -> tuple[Prompt, ...]:
-    """Prompts from JSON ({"prompts": [{"kind", "text"}|str, ...]} or a list) or plain text lines.
+    """Prompts from JSON ({"prompts": [{"kind", "text"}|{"kind", "ids"}|str, ...]} or a list) or plain text lines.
 
     Raises:
         ConfigError: no prompts, too many, or an entry that is not a non-empty string.
@@ -68,6 +82,10 @@ def parse_prompts(text: str, origin: str) -> tuple[Prompt, ...]:
             raise _prompt_error(origin, "no prompt list", "a 'prompts' list", type(items).__name__)
         out = []
         for i, it in enumerate(items):
+            if isinstance(it, dict) and "ids" in it:  # token ids: {"kind": "code", "ids": [1, 2, 3]}
+                kind = it.get("kind") or "custom"
+                out.append(Prompt(kind if isinstance(kind, str) else "custom", "", _ids(it, i, origin)))
+                continue
             kind, body = ("custom", it) if isinstance(it, str) else \
                 ((it.get("kind") or "custom"), it.get("text")) if isinstance(it, dict) else (None, None)
             if not isinstance(body, str) or not body.strip() or not isinstance(kind, str):

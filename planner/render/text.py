@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from ..core.fmt import fmt_bytes, fmt_count, tabulate
+from ..core.fmt import fmt_bytes, fmt_count
 from ..fits.memory import Ledger, ModelLedger
+from . import width
 
 
 def model_ledger_json(m: ModelLedger) -> dict[str, Any]:
@@ -31,6 +32,9 @@ def ledger_json(ledger: Ledger, warnings: list[str] | None = None) -> dict[str, 
             "models": [model_ledger_json(m) for m in ledger.models],
             "overhead_bytes": ledger.overhead_bytes, "overhead_source": ledger.overhead_source,
             "total_bytes": ledger.total_bytes, "warnings": list(warnings or [])}
+
+
+SOURCE_MIN_WIDTH = 24  # a source column narrower than this wraps into too many lines to read
 
 
 def ledger_table(ledger: Ledger) -> str:
@@ -62,11 +66,17 @@ def ledger_table(ledger: Ledger) -> str:
     rows += [
         row("activations (peak)", [fmt_bytes(m.activation_bytes) for m in ms], t.provenance["activations"]),
         row("model total", [fmt_bytes(m.total_bytes) for m in ms], "sum"),
-        row("runtime overhead (once)", [fmt_bytes(ledger.overhead_bytes)] + [""] * (len(ms) - 1),
-            ledger.overhead_source),
+        *([row("runtime overhead (once)", [fmt_bytes(ledger.overhead_bytes)] + [""] * (len(ms) - 1),
+               ledger.overhead_source)] if ledger.overhead_bytes else []),  # none on Metal/CPU: no row
         row("TOTAL", [fmt_bytes(ledger.total_bytes)] + [""] * (len(ms) - 1), f"{s.engine}"),
         row("confidence", [m.confidence for m in ms],
             "; ".join(dict.fromkeys(a for m in ms if m.confidence == "low" for a in m.assumptions))[:160]
             or "exact: headers; high: config of a known architecture"),
     ]
-    return tabulate(rows, headers=headers, tablefmt="simple", disable_numparse=True)
+    full = width.table(rows, headers)
+    if width.fits(full):
+        return full
+    # too wide for the terminal: model ids above the table, the source column wrapped
+    short = ["", *[m.role for m in ms], "source"]
+    return "\n".join([*(f"{m.role}: {m.id}" for m in ms), width.table(rows, short, shrink=(len(short) - 1,),
+                                                                       floor=SOURCE_MIN_WIDTH)])

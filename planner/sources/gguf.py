@@ -145,9 +145,8 @@ def spec_from_gguf(loc: Located) -> ModelSpec:
                   "tokenizer": "GGUF tokenizer.ggml.* (llama.cpp defaults for absent keys)" if tok else "none in file",
                   "kv_layout": "llama.cpp rules for this architecture (llama-model.cpp load_hparams)"}
     meta = h.metadata
-    name = meta.get("general.name")
     return ModelSpec(
-        id=one_line(name if isinstance(name, str) and name.strip() else Path(h.path).name), model_type=arch,
+        id=one_line(gguf_label(h, _file_type(h, inv))), model_type=arch,
         architecture=arch, source="gguf", layers=a.layers, hidden=a.hidden, intermediate=a.intermediate,
         vocab=a.vocab, tied_embeddings=a.tied, max_context=a.max_context, dtype=_float_dtype(inv),
         weights=inv, moe=a.moe, family=_str(meta, "general.basename") or arch, path=h.path, tokenizer=tok,
@@ -167,6 +166,23 @@ def _mtp(h: GGUFHeader, excluded: tuple[str, ...]) -> MtpSpec | None:
     blocks = {t.name.split(".")[1] for t in gone if t.name.startswith("blk.") and t.name.count(".") >= 2}
     return MtpSpec(layers=len(blocks) or 1, params=sum(math.prod(t.shape) for t in gone), nbytes=sum(t.nbytes for t in gone),
                    source="gguf")
+
+
+# File names that say nothing about the model (llama.cpp's converter once wrote ggml-model-f16.gguf).
+GENERIC_STEMS = re.compile(r"^(ggml-model|model|weights|consolidated)([-._].*)?$", re.IGNORECASE)
+SPLIT_SUFFIX = re.compile(r"-\d{5}-of-\d{5}$")  # gguf-split shards: name-00001-of-00003.gguf
+
+
+def gguf_label(h: GGUFHeader, quant: str | None) -> str:
+    """How a GGUF model is named in tables: its file name ('SmolLM2-135M-Instruct.Q4_1.gguf', a split's shard
+    number dropped), or for a generic file name general.basename + general.size_label + the quant
+    ('gemma-3-270M-Q4_K_M').
+    Never general.name: converters fill it from config strings ('Smollm2 135M 8k Lc100K Mix1 Ep2')."""
+    stem = SPLIT_SUFFIX.sub("", Path(h.path).name.removesuffix(".gguf"))  # one name for every split file
+    base = _str(h.metadata, "general.basename")
+    if (stem and not GENERIC_STEMS.match(stem)) or not base:
+        return f"{stem}.gguf" if stem else Path(h.path).name
+    return "-".join(x for x in (base, _str(h.metadata, "general.size_label"), quant) if x)
 
 
 def _inventory(h: GGUFHeader, excluded: tuple[str, ...], moe: Any) -> WeightInventory:

@@ -22,6 +22,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 GOLDEN = Path(__file__).resolve().parent
 COMMANDS = GOLDEN / "commands.json"
+GOLDEN_COLUMNS = "80"  # the narrowest terminal text output is laid out for (render/width.py)
 
 
 def commands() -> dict[str, list[str]]:
@@ -48,8 +49,11 @@ def run(argv: list[str]) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         args = [a.replace("{gguf}", str(gguf_dir())).replace("{tmp}", tmp) for a in argv]
         out, err = io.StringIO(), io.StringIO()
-        cwd = os.getcwd()
+        cwd, columns = os.getcwd(), os.environ.get("COLUMNS")
         os.chdir(ROOT)
+        os.environ["COLUMNS"] = GOLDEN_COLUMNS  # text output fills the terminal: record at a fixed width
+        host = os.environ.get("SPEC_PLANNER_HOST_KIND")
+        os.environ["SPEC_PLANNER_HOST_KIND"] = "none"  # `planner memory` glances at the host: not here
         try:
             with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
                 try:
@@ -59,6 +63,11 @@ def run(argv: list[str]) -> str:
                     rc = e.code if isinstance(e.code, int) else 1
         finally:
             os.chdir(cwd)
+            for key, old in (("COLUMNS", columns), ("SPEC_PLANNER_HOST_KIND", host)):
+                if old is None:
+                    os.environ.pop(key, None)
+                else:
+                    os.environ[key] = old
         # Plots (SVG) carry matplotlib's own ids and dates: the text beside them is what is compared.
         files = {p.name: p.read_text() for p in sorted(Path(tmp).iterdir()) if p.suffix != ".svg"}
         text = normalise(f"exit: {rc}\n--- stdout\n{out.getvalue()}--- stderr\n{err.getvalue()}", tmp)

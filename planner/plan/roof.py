@@ -1,0 +1,53 @@
+"""The machine as the roofline sees it for one engine and layout: aggregate bandwidth and FLOP/s of the
+tensor-parallel ranks, the shares of peak the engine reaches, and the link the ranks all-reduce over.
+
+Why its own module: recommend, assess, check and the report price plans on the same machine figures;
+each share is an engine fact with its source (engines/*.py), applied here once.
+"""
+
+from __future__ import annotations
+
+from .. import engines
+from ..core.constants import CPU_MATMUL_EFFICIENCY
+from ..core.errors import MachineError
+from ..fits import fit
+from ..fits.machine import Machine
+from ..speed import roofline
+
+
+def roofline_machine(machine: Machine, layout: fit.Layout, engine: str | None = None) -> roofline.Roof:
+    """Tensor parallelism reads each shard in parallel: aggregate bandwidth and FLOP/s of the tp ranks.
+    CPU peaks are derated by CPU_MATMUL_EFFICIENCY (measured llama.cpp throughput, constants.py); with an
+    engine, the bandwidth is what that engine's batch-1 decode reaches on this kind of machine
+    (Engine.bandwidth_efficiency, each figure with its source).
+
+    Raises:
+        MachineError: the machine has no bandwidth figure (a --gpu-memory-only description).
+    """
+    if not machine.bandwidth_bytes_per_s:
+        raise MachineError(f"Cannot predict speed on '{machine.display_name}': it has no memory-bandwidth figure. "
+                           f"Use --machine with a catalog name (planner machines list), --profile FILE from "
+                           f"'planner probe', or --probe on this machine.")
+    tp = layout.tp
+    # CPUs: LLM matmul kernels reach a fraction of the vector-FMA peak the catalog and detection give;
+    # GPUs: the share of peak tensor FLOP/s the engine's GEMMs reach (Engine.compute_efficiency)
+    eff = CPU_MATMUL_EFFICIENCY if machine.kind == "cpu" else compute_share(engine, machine.kind)[0]
+    flops = {k: (v * tp * eff if v else v) for k, v in machine.peak_flops.items()}
+    share, _ = bandwidth_share(engine, machine.kind)
+    link, latency = machine.interconnect or (None, 0.0)
+    return roofline.Roof(bandwidth_bytes_per_s=machine.bandwidth_bytes_per_s * tp * share, peak_flops=flops,
+                         name=machine.name, kind=machine.kind, tp=tp, link_bytes_per_s=link, link_latency_s=latency)
+
+
+def compute_share(engine: str | None, kind: str) -> tuple[float, str]:
+    """(share of peak tensor FLOP/s the engine's GEMMs reach, its source) on this machine kind."""
+    if engine is None:
+        return 1.0, "peak FLOP/s"
+    return engines.get(engine).compute_efficiency.get(kind, (1.0, "peak FLOP/s (no measured share)"))
+
+
+def bandwidth_share(engine: str | None, kind: str) -> tuple[float, str]:
+    """(share of peak bandwidth a batch-1 decode reaches, its source) for this engine on this machine kind."""
+    if engine is None:
+        return 1.0, "peak bandwidth"
+    return engines.get(engine).bandwidth_efficiency.get(kind, (1.0, "peak bandwidth (no measured share)"))
