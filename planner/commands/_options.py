@@ -55,6 +55,12 @@ AcceptanceOpt = Annotated[str | None, typer.Option(
 MaxKOpt = Annotated[int, typer.Option("--max-k", help="Largest K (tokens drafted per round) considered.",
                                       min=1, max=32)]
 TemperatureOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature (0 = greedy).", min=0)]
+WorkloadOpt = Annotated[str, typer.Option(
+    "--workload", help="chat | code | reasoning: what the deployment generates (n-gram lookup accepts far more when "
+                       "the output copies the prompt, as code edits do).")]
+MethodsOpt = Annotated[str | None, typer.Option(
+    "--method", help="Only these drafting methods, comma-separated: draft_model, eagle3, mtp, ngram, early_exit "
+                     "(default: all that apply).")]
 
 # --- policies (check, report) --------------------------------------------------------------------
 ConfigOpt = Annotated[str | None, typer.Option(

@@ -12,6 +12,7 @@ from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
 from ..core.fmt import fmt_bytes
 from ..core.units import parse_batches, parse_bytes, parse_tokens
 from ..drafting import DraftModel
+from ..fits import memory
 from ..fits.fit import default_layout
 from ..fits.machine_lookup import resolve_machine
 from ..plan import recommend as P
@@ -21,6 +22,7 @@ from ..sources import load_spec
 from ..speed.acceptance import Acceptance
 from ..speed.profile_file import load_profile
 from ._common import app, emit, engine_for, warn
+from ._methods import parse_methods, parse_workload
 from ._options import (
     AcceptanceOpt,
     ContextOpt,
@@ -29,6 +31,7 @@ from ._options import (
     JsonOpt,
     MachineOpt,
     MaxKOpt,
+    MethodsOpt,
     ModelArg,
     PpOpt,
     ProfileOpt,
@@ -38,6 +41,7 @@ from ._options import (
     TpOpt,
     UtilizationOpt,
     WeightsDtypeOpt,
+    WorkloadOpt,
 )
 
 CandidatesOpt = Annotated[str | None, typer.Option(
@@ -78,6 +82,8 @@ def recommend(
     weights_dtype: WeightsDtypeOpt = None,
     draft_weights_dtype: DraftWeightsOpt = None,
     temperature: TemperatureOpt = 0.0,
+    workload: WorkloadOpt = "chat",
+    method: MethodsOpt = None,
     revision: RevisionOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
@@ -91,8 +97,10 @@ def recommend(
       planner recommend ./my-model --candidates qwen2.5-0.5b-instruct,qwen2.5-1.5b-instruct --acceptance 0.75
       planner recommend llama-3.3-70b-instruct --machine 2x-rtx-4090 --profile probe.json --json
       planner recommend target.gguf --candidates small.gguf,tiny.gguf --machine rtx-4090
+      planner recommend llama-3.1-8b-instruct --machine h100-sxm --method eagle3,ngram --workload code
     """
     batches = parse_batches(batch)
+    kinds, work = parse_methods(method), parse_workload(workload)
     batch = batches[0]  # the first value sizes memory and ranks the plans
     spec = load_spec(target, revision=revision)
     m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
@@ -124,7 +132,7 @@ def recommend(
                       costs_for=costs_for, given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
                       kv_dtypes=[kv_dtype] if kv_dtype else None, utilization=utilization, temperature=temperature,
                       weights_dtype=weights_dtype, k_fixed=k,
-                      draft_weights_dtype=draft_weights_dtype, batches=batches)
+                      draft_weights_dtype=draft_weights_dtype, batches=batches, workload=work, methods=kinds)
     if as_json:
         emit(recommendation_json(rec))
     else:
@@ -155,9 +163,23 @@ def _probe_now(spec: Any, cands: Any, ctx: int, k_max: int) -> Any:
     return run_synthetic(spec, draft, ProbeSettings(context=ctx, max_k=k_max))
 
 
+def method_kind(o: Any) -> str:
+    """The plan's drafting method ("none": plain decoding)."""
+    return o.method.kind if o.method is not None else "none"
+
+
+def draft_weights_bytes(o: Any) -> int:
+    """Weight bytes the method keeps resident beside the target (0: n-gram, early exit, plain decoding)."""
+    p = o.problem
+    if p is None or p.draft is None:
+        return 0
+    return memory.weights(p.draft, p.draft_settings or p.settings)[0]
+
+
 def option_json(o: Any) -> dict[str, Any]:
     a = o.acceptance
-    return {"draft": o.draft, "draft_ref": o.draft_ref, "k": o.k, "kv_dtype": o.kv_dtype,
+    return {"method": method_kind(o), "draft": o.draft, "draft_ref": o.draft_ref,
+            "draft_weights_bytes": draft_weights_bytes(o), "k": o.k, "kv_dtype": o.kv_dtype,
             "speedup": round(o.speedup, 4), "speedup_interval": [round(x, 4) for x in o.speedup_interval],
             "verdict": o.verdict, "fits": o.fits, "headroom_bytes": o.headroom_bytes, "compatible": o.compatible,
             "fallback": o.fallback, "reasons": list(o.reasons),
@@ -188,7 +210,9 @@ def recommendation_json(rec: Any) -> dict[str, Any]:
             "baseline_headroom_bytes": rec.baseline_headroom_bytes,
             "tokenizer_family": rec.tokenizer_family, "tokenizer_match": rec.tokenizer_match,
             "plans": [option_json(o) for o in rec.plans],
-            "recommendation": {"draft": c.draft, "k": c.k if c.draft else None, "kv_dtype": c.kv_dtype,
+            "recommendation": {"method": method_kind(c), "draft": c.draft,
+                               "draft_weights_bytes": draft_weights_bytes(c),
+                               "k": c.k if c.draft else None, "kv_dtype": c.kv_dtype,
                                "speedup": round(c.speedup, 4), "speedup_interval": list(c.speedup_interval),
                                "verdict": c.verdict, "reasons": list(c.reasons), "launch": c.launch,
                                "fits": c.fits, "headroom_bytes": c.headroom_bytes,
@@ -201,19 +225,19 @@ def recommendation_text(rec: Any) -> str:
     lines = [f"target   {rec.target}", f"machine  {rec.machine}   engine {rec.engine}   context {rec.context:,}   "
              f"batch {rec.batch}",
              f"drafts   tokenizer family {rec.tokenizer_family or '?'} ({rec.tokenizer_match})", ""]
-    rows = [[o.draft, o.kv_dtype, o.k, f"{o.speedup:.2f}x", f"{o.speedup_interval[0]:.2f}-{o.speedup_interval[1]:.2f}",
+    rows = [[method_kind(o), o.draft, o.kv_dtype, o.k, f"{o.speedup:.2f}x", f"{o.speedup_interval[0]:.2f}-{o.speedup_interval[1]:.2f}",
              o.verdict, "yes" if o.fits else "NO", fmt_bytes(o.headroom_bytes),
              "yes" if o.compatible and not o.fallback else ("via fallback" if o.fallback else "NO"),
              f"{o.acceptance.alpha:.2f}" if o.acceptance else "-"] for o in rec.plans[:12]]
     if rows:
-        lines.append(tabulate(rows, headers=["draft", "KV", "K", "speed-up", "interval", "verdict", "fits",
+        lines.append(tabulate(rows, headers=["method", "draft", "KV", "K", "speed-up", "interval", "verdict", "fits",
                                              "headroom", "compatible", "alpha"], disable_numparse=True))
         lines.append(f"costs: {rec.plans[0].costs_source}; acceptance: {rec.plans[0].acceptance.source}"
                      if rec.plans[0].acceptance else "")
         lines.append("")
     c = rec.choice
     if c.draft:
-        lines.append(f"RECOMMENDED  draft {c.draft}, K={c.k}, KV {c.kv_dtype}: {c.speedup:.2f}x "
+        lines.append(f"RECOMMENDED  {method_kind(c)} {c.draft}, K={c.k}, KV {c.kv_dtype}: {c.speedup:.2f}x "
                      f"({c.speedup_interval[0]:.2f}-{c.speedup_interval[1]:.2f}x), {c.verdict}")
     else:
         lines.append("RECOMMENDED  no speculation: plain decoding")
