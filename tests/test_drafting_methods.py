@@ -260,3 +260,57 @@ def test_self_drafting_names_what_it_leaves_out():
     with pytest.raises(UsageError):
         from planner.commands._methods import parse_methods
         parse_methods("eagle3,medusa")
+
+
+# --- --method on the faces that judge one plan (memory, fit, check) ---------------------------------
+
+def _cli(capsys, *argv: str) -> tuple[int, str, str]:
+    from planner.cli import main
+    with pytest.raises(SystemExit) as e:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return e.value.code, out, err
+
+
+def test_memory_method_eagle3_sizes_the_catalogued_head(capsys):
+    code, out, _ = _cli(capsys, "memory", "llama-3.1-8b-instruct", "--method", "eagle3", "--engine", "vllm", "--json")
+    assert code == 0
+    draft = next(m for m in json.loads(out)["models"] if m["role"] == "draft")
+    head = next(x for x in heads.entries() if x.id == "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B").head()
+    assert draft["id"] == head.id and draft["weights_bytes"] == head.resident_bytes
+    assert draft["kv_bytes_per_token"] == 8 * 128 * 2 * 2  # one layer, 8 KV heads of 128, K and V, 16-bit
+
+
+def test_memory_method_errors_are_exit_2(capsys):
+    for argv in (["--method", "medusa"], ["--method", "draft_model"], ["--method", "eagle3,ngram"]):
+        code, _, err = _cli(capsys, "memory", "llama-3.1-8b-instruct", *argv)
+        assert code == 2 and err.startswith("error: Cannot use --method")
+    code, _, err = _cli(capsys, "memory", "qwen2.5-7b-instruct", "--method", "eagle3")
+    assert code == 2 and "no EAGLE-3 head is catalogued" in err
+
+
+def test_fit_method_ngram_adds_nothing_beside_the_target(capsys):
+    code, out, _ = _cli(capsys, "fit", "llama-3.1-8b-instruct", "--machine", "rtx-4090", "--json")
+    code2, out2, _ = _cli(capsys, "fit", "llama-3.1-8b-instruct", "--machine", "rtx-4090", "--method", "ngram",
+                          "--json")
+    assert code == code2 == 0
+    assert json.loads(out)["devices"] == json.loads(out2)["devices"]
+
+
+def test_check_policy_method_and_workload(tmp_path, capsys):
+    (tmp_path / "planner.toml").write_text(
+        '[[deployment]]\nname = "code"\ntarget = "llama-3.1-8b-instruct"\nmethod = "ngram"\nworkload = "code"\n'
+        'engine = "vllm"\nmachine = "h100-sxm"\nrequire = { min_speedup = 1.0 }\n\n'
+        '[[deployment]]\nname = "mac"\ntarget = "llama-3.1-8b-instruct"\nmethod = "eagle3"\nengine = "mlx"\n'
+        'machine = "m3-max-36gb"\nrequire = { compatible = true }\n')
+    code, out, _ = _cli(capsys, "check", "--config", str(tmp_path / "planner.toml"), "--json")
+    assert code == 1  # mlx refuses EAGLE-3: the answer is no
+    data = json.loads(out)
+    by = {(r["deployment"], r["requirement"]): r for r in data["results"]}
+    assert by[("code", "min_speedup")]["status"] == "pass"
+    assert by[("mac", "compatible")]["status"] == "fail" and "eagle3 drafting" in by[("mac", "compatible")]["message"]
+    assert {d["method"] for d in data["deployments"]} == {"ngram", "eagle3"}
+    (tmp_path / "planner.toml").write_text('[[deployment]]\nname = "x"\ntarget = "llama-3.1-8b-instruct"\n'
+                                           'method = "medusa"\nmachine = "h100-sxm"\n')
+    code, _, err = _cli(capsys, "check", "--config", str(tmp_path / "planner.toml"))
+    assert code == 2 and "medusa" in err

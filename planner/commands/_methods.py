@@ -10,31 +10,27 @@ from typing import Any
 
 from ..core.errors import UsageError
 from ..core.spec import ModelSpec
-from ..drafting import (
-    DRAFT_MODEL,
-    EAGLE3,
-    EARLY_EXIT,
-    METHODS,
-    MTP,
-    NGRAM,
-    DraftingMethod,
-    DraftModel,
-    Eagle3,
-    EarlyExit,
-    MtpLayers,
-    NgramLookup,
-)
-from ..drafting import heads as heads_catalog
+from ..drafting import METHODS, DraftingMethod, DraftModel, make_method
 from ..drafting.priors import WORKLOADS
 from ..sources import load_spec
 
 
-def load_method(ref: str | None, **kw: Any) -> DraftingMethod | None:
-    """--draft REF as a drafting method (a separate draft checkpoint), or None without --draft.
+def load_method(ref: str | None, *, kind: str | None = None, target: ModelSpec | None = None,
+                workload: str | None = None, **kw: Any) -> DraftingMethod | None:
+    """--draft REF (and --method KIND) as a drafting method, or None with neither.
+
+    Without --method, --draft names a separate draft checkpoint; with it, drafting.make_method builds
+    that kind (eagle3: --draft is the head's directory, else the target's catalogued head).
 
     Raises:
+        UsageError: a --method that needs a --draft it was not given, or an unknown kind.
         PlannerError: the draft cannot be read (same forms as the target).
     """
+    if kind is not None and target is not None:
+        kinds = parse_methods(kind) or ()
+        if len(kinds) != 1:
+            raise UsageError(f"Cannot use --method '{kind}' here: name one method ({', '.join(METHODS)}).")
+        return make_method(kinds[0], target, ref, workload=workload)
     if not ref:
         return None
     return DraftModel(load_spec(ref, **kw), ref)
@@ -67,33 +63,3 @@ def parse_workload(text: str) -> str:
     return w
 
 
-def method_for(kind: str, target: ModelSpec, draft: str | None, *, workload: str | None = None,
-               **kw: Any) -> DraftingMethod | None:
-    """One `--method` for the faces that size one plan (memory, fit): the resident part it adds.
-
-    draft_model takes --draft; eagle3 takes --draft (a head directory) or the target's catalogued head;
-    mtp, ngram and early_exit take nothing.
-
-    Raises:
-        UsageError: eagle3 with no head given or catalogued; draft_model without --draft.
-        PlannerError: a draft or head that cannot be read.
-    """
-    if kind == DRAFT_MODEL:
-        if not draft:
-            raise UsageError("Cannot use --method draft_model without --draft: name the draft checkpoint.")
-        return load_method(draft, **kw)
-    if kind == EAGLE3:
-        if draft:
-            return Eagle3(heads_catalog.from_dir(draft, targets=(target.id,)), workload)
-        found = heads_catalog.for_target(target)
-        if not found:
-            raise UsageError(f"Cannot use --method eagle3 for '{target.id}': no EAGLE-3 head is catalogued for it "
-                             f"(catalogs/heads). Pass --draft HEAD_DIR (config.json + safetensors).")
-        return Eagle3(found[0], workload)
-    if kind == MTP:
-        return MtpLayers(target, workload)
-    if kind == NGRAM:
-        return NgramLookup(workload)
-    if kind == EARLY_EXIT:
-        return EarlyExit(target)
-    raise UsageError(f"Cannot use --method '{kind}': expected one of {', '.join(METHODS)}.")

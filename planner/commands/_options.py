@@ -12,6 +12,9 @@ import typer
 # --- models --------------------------------------------------------------------------------------
 ModelArg = Annotated[str, typer.Argument(help="Model: local dir, config.json, .gguf, HF id or catalog name.")]
 DraftOpt = Annotated[str | None, typer.Option("--draft", "-d", help="Draft model (same forms as the target).")]
+MethodOpt = Annotated[str | None, typer.Option(
+    "--method", help="How drafts are made: draft_model (--draft), eagle3 (--draft HEAD: a catalogued head or a "
+                     "directory; default the target's catalogued head), mtp, ngram, early_exit.")]
 RevisionOpt = Annotated[str | None, typer.Option("--revision", help="Hub revision: branch, tag or commit.")]
 
 # --- memory settings -----------------------------------------------------------------------------

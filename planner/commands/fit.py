@@ -31,6 +31,7 @@ from ._options import (
     JsonOpt,
     KvDtypeOpt,
     MachineOpt,
+    MethodOpt,
     ModelArg,
     OverheadOpt,
     ParallelBatchOpt,
@@ -130,6 +131,7 @@ def fit_table(r) -> str:
 def fit(
     target: ModelArg,
     draft: DraftOpt = None,
+    method_kind: MethodOpt = None,
     machine: MachineOpt = None,
     gpu_memory: GpuMemoryOpt = None,
     gpus: GpusOpt = None,
@@ -160,7 +162,7 @@ def fit(
       planner fit target.gguf --draft draft.gguf --machine rtx-4090 --parallel 4 --draft-context 8k
     """
     tspec = load_spec(target, revision=revision)
-    method = load_method(draft)
+    method = load_method(draft, kind=method_kind, target=tspec)
     dspec = method.resident_model() if method else None  # what the method keeps resident
     settings = Settings(context=parse_tokens(context), batch=batch, engine=engine_for(engine, tspec, dspec),
                         kv_dtype=kv_dtype, weights_dtype=weights_dtype, group_size=group_size,

@@ -19,6 +19,7 @@ from ._options import (
     GroupSizeOpt,
     JsonOpt,
     KvDtypeOpt,
+    MethodOpt,
     ModelArg,
     OverheadOpt,
     ParallelBatchOpt,
@@ -31,6 +32,7 @@ from ._options import (
 def memory(
     model: ModelArg,
     draft: DraftOpt = None,
+    method_kind: MethodOpt = None,
     context: ContextOpt = str(DEFAULT_CONTEXT),
     batch: ParallelBatchOpt = 1,
     draft_context: DraftContextOpt = None,
@@ -51,7 +53,7 @@ def memory(
       planner memory target.gguf --draft draft.gguf --parallel 4 --draft-context 4k
     """
     target = load_spec(model, revision=revision)
-    method = load_method(draft)
+    method = load_method(draft, kind=method_kind, target=target)
     dspec = method.resident_model() if method else None  # what the method keeps resident
     settings = mem.Settings(context=parse_tokens(context), batch=batch, engine=engine_for(engine, target, dspec),
                             kv_dtype=kv_dtype, weights_dtype=weights_dtype, group_size=group_size,

@@ -9,6 +9,7 @@ import typer
 from tabulate import tabulate
 
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
+from ..core.errors import UsageError
 from ..core.fmt import fmt_bytes
 from ..core.units import parse_batches, parse_bytes, parse_tokens
 from ..drafting import DraftModel
@@ -148,6 +149,9 @@ def _is_path(ref: str) -> bool:
 
 def _profile(path: str, spec: Any, cands: Any, m: Any, ctx: int, k_max: int) -> Any:
     prof = load_profile(path)
+    if len(prof.target.verify_s) < 2:  # before any warning: a bad input is one error line
+        raise UsageError(f"Cannot plan from profile '{path}': it holds {len(prof.target.verify_s)} verify cost(s) "
+                         f"(expected t_v(1) and at least t_v(2)). Probe with --max-k 1 or more.")
     if prof.target.id != spec.id:
         warn(f"profile '{path}' measured '{prof.target.id}', not '{spec.id}': its curve is used as given")
     if prof.context != ctx:

@@ -13,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from .. import engines
+from ..core.errors import UsageError
 from ..core.spec import ModelSpec
 from ..engines.base import METHOD_KINDS
+from ..sources import load_spec
 from . import heads
 from .base import Compatibility, DraftingMethod
 from .draft_model import KIND as DRAFT_MODEL
@@ -63,5 +65,40 @@ def self_drafting(target: ModelSpec, engine: str, *, workload: str | None = None
     return runs, list(dict.fromkeys(left))
 
 
+def make_method(kind: str, target: ModelSpec, draft: str | None, *, workload: str | None = None) -> DraftingMethod:
+    """One method of `kind` for `target`, for the faces that judge one plan (memory, fit, check).
+
+    draft_model takes --draft; eagle3 takes --draft (a catalogued head's repo or a head directory: config.json
+    + safetensors), else the target's catalogued head;
+    mtp, ngram and early_exit take nothing.
+
+    Raises:
+        UsageError: eagle3 with no head given or catalogued; draft_model without --draft.
+        PlannerError: a draft or head that cannot be read.
+    """
+    if kind == DRAFT_MODEL:
+        if not draft:
+            raise UsageError("Cannot use --method draft_model without --draft: name the draft checkpoint.")
+        return DraftModel(load_spec(draft), draft)
+    if kind == EAGLE3:
+        known = {e.id: e for e in heads.entries()}
+        if draft in known:
+            return Eagle3(known[draft].head(), workload)
+        if draft:
+            return Eagle3(heads.from_dir(draft, targets=(target.id,)), workload)
+        found = heads.for_target(target)
+        if not found:
+            raise UsageError(f"Cannot use --method eagle3 for '{target.id}': no EAGLE-3 head is catalogued for it "
+                             f"(catalogs/heads). Pass --draft HEAD_DIR (config.json + safetensors).")
+        return Eagle3(found[0], workload)
+    if kind == MTP:
+        return MtpLayers(target, workload)
+    if kind == NGRAM:
+        return NgramLookup(workload)
+    if kind == EARLY_EXIT:
+        return EarlyExit(target)
+    raise UsageError(f"Cannot use --method '{kind}': expected one of {', '.join(METHODS)}.")
+
+
 __all__ = ["DRAFT_MODEL", "EAGLE3", "EARLY_EXIT", "METHODS", "MTP", "NGRAM", "Compatibility", "DraftModel",
-           "DraftingMethod", "Eagle3", "EarlyExit", "MtpLayers", "NgramLookup", "self_drafting"]
+           "DraftingMethod", "Eagle3", "EarlyExit", "MtpLayers", "NgramLookup", "make_method", "self_drafting"]

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from ..core.errors import ConfigError, MachineError, PlannerError
 from ..core.spec import ModelSpec
-from ..drafting import DraftingMethod, DraftModel
+from ..drafting import DraftingMethod, DraftModel, make_method
 from ..fits import fit
 from ..fits.machine import Machine, custom_gpu, with_overrides
 from ..fits.machine_lookup import get_machine
@@ -128,7 +128,14 @@ def scenarios(d: Deployment, machines: Sequence[Machine], *, base: str | Path = 
     t_ref = _ref(d.target, base)
     target = _load(t_ref, d, "target", cache, origin)
     d_ref = _ref(d.draft, base) if d.draft else None
-    method = DraftModel(_load(d_ref, d, "draft", cache, origin), d_ref) if d_ref else None
+    if d.method is not None:  # eagle3, mtp, ngram, early_exit (or draft_model named so)
+        try:
+            method: DraftingMethod | None = make_method(d.method, target, d_ref, workload=d.workload)
+        except PlannerError as e:
+            raise ConfigError(f"Cannot check deployment '{d.name}' of '{origin}' (method '{d.method}'): {e}", origin,
+                              key="method") from e
+    else:
+        method = DraftModel(_load(d_ref, d, "draft", cache, origin), d_ref) if d_ref else None
     k_rows = (d.k or d.max_k) if method is not None else 0
     s = Settings(context=d.context, batch=d.batch, engine=d.engine, kv_dtype=d.kv_dtype,
                  weights_dtype=d.weights_dtype, spec_tokens=k_rows)
