@@ -351,7 +351,7 @@ RUN = [(e, m) for e in ENGINES for m in METHOD_CASES if m in engines.get(e).meth
 def test_each_engine_says_which_methods_it_runs():
     runs = {e: sorted(m for m in METHOD_CASES if m in engines.get(e).methods) for e in ENGINES}
     assert runs == {LLAMACPP: ["eagle3", "mtp", "ngram"], VLLM: ["eagle3", "mtp", "ngram"],
-                    SGLANG: ["eagle3", "mtp", "ngram"], TRANSFORMERS: ["early_exit", "ngram"], MLX: []}
+                    SGLANG: ["eagle3", "mtp", "ngram"], TRANSFORMERS: ["early_exit", "mtp", "ngram"], MLX: []}
     for e in ENGINES:  # a refused method names where the engine's source says so
         for m in set(METHOD_CASES) - set(runs[e]):
             assert engines.get(e).method_refusals[m]
@@ -369,6 +369,8 @@ def test_method_commands_use_real_flags(engine, method):
         kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
         if method == "ngram":  # generation/configuration_utils.py:462-463
             assert kw["prompt_lookup_num_tokens"] == x.k and kw["max_matching_ngram_size"] == x.ngram_max
+        elif method == "mtp":  # configuration_utils.py:403
+            assert kw["use_mtp"] is True
         else:  # configuration_utils.py:464; K on the model's own generation_config
             assert kw["assistant_early_exit"] == x.exit_layer
             assert _assignments(ast.parse(code))["model.generation_config.num_assistant_tokens"] == x.k

@@ -60,6 +60,8 @@ def launch(x: LaunchInput) -> dict[str, str]:
         kwargs += f", do_sample=True, temperature={x.temperature}"
     if x.method == NGRAM:  # prompt lookup: PromptLookupCandidateGenerator (candidate_generator.py:1017)
         kwargs += f", prompt_lookup_num_tokens={x.k}, max_matching_ngram_size={x.ngram_max or NGRAM_MAX}"
+    elif x.method == MTP:  # the model's own MTP layers: MTPCandidateGenerator (candidate_generator.py:1362)
+        kwargs += ", use_mtp=True"
     elif x.method == EARLY_EXIT:  # the model drafts with its first layers (candidate_generator.py:1157)
         lines += [f"model.generation_config.num_assistant_tokens = {x.k}",
                   "model.generation_config.num_assistant_tokens_schedule = 'constant'",
@@ -81,6 +83,9 @@ def launch(x: LaunchInput) -> dict[str, str]:
              ["prompt lookup drafts from the prompt's own n-grams (no assistant model). Batch size 1 only."])
     if x.draft or x.method == EARLY_EXIT:
         notes.append("assistant_confidence_threshold = 0 keeps K constant (the default 0.4 stops drafting early).")
+    if x.method == MTP:
+        notes.append(f"use_mtp drafts with the MTP layers the config declares (num_mtp_layers, "
+                     f"candidate_generator.py:1378-1391); K={x.k} is not a setting of this path.")
     if x.method == EARLY_EXIT:
         notes.append("assistant_early_exit needs a checkpoint trained to exit early (LayerSkip, e.g. "
                      "facebook/layerskip-llama3.2-1B): other models draft poorly from an early layer.")
@@ -121,11 +126,11 @@ ENGINE = Engine(
     methods={DRAFT_MODEL: "generate(assistant_model=...) (generation/utils.py _get_candidate_generator)",
              NGRAM: "generate(prompt_lookup_num_tokens=K) (generation/configuration_utils.py:462, "
                     "candidate_generator.py:1017)",
-             EARLY_EXIT: "generate(assistant_early_exit=L) (configuration_utils.py:464, candidate_generator.py:1157)"},
+             EARLY_EXIT: "generate(assistant_early_exit=L) (configuration_utils.py:464, candidate_generator.py:1157)",
+             MTP: "generate(use_mtp=True) with a config declaring num_mtp_layers (configuration_utils.py:403, "
+                  "generation/utils.py:1332, candidate_generator.py:1362)"},
     method_refusals={EAGLE3: "transformers has no EAGLE-3 drafting (candidate generators: "
-                             "generation/candidate_generator.py)",
-                     MTP: "transformers generate() does not draft with MTP layers (no MTP candidate generator in "
-                          "generation/candidate_generator.py)"},
+                             "generation/candidate_generator.py)"},
     bandwidth_efficiency={
         "gpu": (0.75, "assumed: cuBLAS decode GEMV ~0.75 of peak bandwidth, as vLLM's kernels (vLLM PR #2497)"),
     },
