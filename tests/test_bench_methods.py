@@ -17,6 +17,7 @@ transformers = pytest.importorskip("transformers", reason="the bench loads trans
 from planner.bench.decode import HFStepper, speculative_decode, target_decode  # noqa: E402
 from planner.bench.methods import EarlyExitStepper, NgramStepper  # noqa: E402
 from planner.cli import main  # noqa: E402
+from planner.core.errors import UsageError  # noqa: E402
 
 from .test_bench_runner import tiny  # noqa: E402
 from .test_gguf_real import GEMMA, SMOLLM, real  # noqa: E402
@@ -52,7 +53,7 @@ def test_early_exit_restores_the_full_model():
     n = len(m.model.layers)
     EarlyExitStepper(m, 2).forward([1, 2, 3])
     assert len(m.model.layers) == n
-    with pytest.raises(Exception, match="expected 1..3"):
+    with pytest.raises(UsageError, match=r"expected 1\.\.3"):
         EarlyExitStepper(m, 4)
 
 

@@ -19,7 +19,7 @@ import pytest
 from safetensors.numpy import save_file
 
 from planner import engines
-from planner.core.errors import UsageError
+from planner.core.errors import ConfigError, UsageError
 from planner.core.spec import MtpSpec
 from planner.drafting import METHODS, EarlyExit, MtpLayers, NgramLookup, heads, priors, self_drafting
 from planner.drafting.eagle3 import Eagle3
@@ -109,7 +109,7 @@ def test_head_for_another_target_is_refused_with_the_reason():
 def test_malformed_heads_catalog_is_a_config_error(tmp_path):
     (tmp_path / "h.json").write_text(json.dumps({"heads": [{"id": "x", "targets": ["t"], "config": {},
                                                             "stores_embedding": True, "source": "s"}]}))
-    with pytest.raises(Exception, match="hidden_size"):
+    with pytest.raises(ConfigError, match="hidden_size"):
         heads.entries(tmp_path)
 
 
