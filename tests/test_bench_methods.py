@@ -19,8 +19,11 @@ from planner.bench.methods import EarlyExitStepper, NgramStepper  # noqa: E402
 from planner.cli import main  # noqa: E402
 from planner.core.errors import UsageError  # noqa: E402
 
+from .conftest import FIXTURES  # noqa: E402
 from .test_bench_runner import tiny  # noqa: E402
 from .test_gguf_real import GEMMA, SMOLLM, real  # noqa: E402
+
+CODE_EDIT = FIXTURES / "prompts" / "code_edit.json"  # answers that copy the prompt (CC0, written for these tests)
 
 
 def test_ngram_lookup_copies_what_followed_the_latest_match():
@@ -71,8 +74,9 @@ def test_bench_method_errors_are_exit_2(capsys):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize(("model", "method", "extra"), [(SMOLLM, "ngram", []), (SMOLLM, "early_exit", []),
-                                                         (GEMMA, "early_exit", ["--exit-layer", "6"])])
+@pytest.mark.parametrize(("model", "method", "extra"), [
+    (SMOLLM, "ngram", ["--prompts", str(CODE_EDIT)]), (SMOLLM, "early_exit", []),
+    (GEMMA, "early_exit", ["--exit-layer", "6"]), (GEMMA, "ngram", [])])
 def test_bench_real_weights_prediction_within_20_percent(capsys, model, method, extra):
     code, r = _bench(capsys, str(real(model)), "--method", method, "--k", "3", "--tokens", "24", "--max-prompts", "2",
                      "--repeats", "1", "--clock", "thread", *extra)
