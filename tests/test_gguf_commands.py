@@ -121,6 +121,8 @@ def test_recommend_gguf_pair_gives_llama_server_flags(tiny_pair, capsys):
 def test_recommend_gguf_target_takes_gguf_candidates_only(tiny_pair, capsys):
     t, _ = tiny_pair
     code, out, _ = run(["recommend", t, "--machine", "rtx-4090", "--json"], capsys)
+    assert code == 0 and {p["method"] for p in json.loads(out)["plans"]} == {"ngram"}  # no draft model: GGUF only
+    code, out, _ = run(["recommend", t, "--machine", "rtx-4090", "--method", "draft_model", "--json"], capsys)
     data = json.loads(out)
     assert code == 0 and data["plans"] == [] and data["recommendation"]["draft"] is None
     assert any("--candidates a.gguf" in n for n in data["notes"])

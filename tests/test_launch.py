@@ -47,6 +47,8 @@ LLAMACPP_FLAGS = {
     "--spec-draft-n-max": (True, "common/arg.cpp:4140"),
     "--spec-draft-n-min": (True, "common/arg.cpp:4150"),
     "--spec-draft-p-min": (True, "common/arg.cpp:4197"),
+    "--spec-ngram-simple-size-n": (True, "common/arg.cpp:4290"),  # n-gram looked up (1..1024)
+    "--spec-ngram-simple-size-m": (True, "common/arg.cpp:4300"),  # tokens drafted after a match
 }
 # Removed: the parser rejects them ("the argument has been removed" or "invalid argument").
 LLAMACPP_REMOVED = {
@@ -74,7 +76,10 @@ VLLM_SPEC_KEYS = {  # SpeculativeConfig fields, vllm/config/speculative.py
     "num_speculative_tokens": "vllm/config/speculative.py:413",
     "draft_tensor_parallel_size": "vllm/config/speculative.py:427",
     "use_heterogeneous_vocab": "vllm/config/speculative.py:496",
+    "prompt_lookup_max": "vllm/config/speculative.py:503", "prompt_lookup_min": "vllm/config/speculative.py:506",
 }
+# SpeculativeMethod values the planner prints (vllm/config/speculative.py:71-83; MTP names :38-69 alias "mtp")
+VLLM_METHODS = ("draft_model", "eagle3", "mtp", "ngram")
 
 # SGLang 0.5.23: `sglang serve` (cli/main.py:27-51); flags are field names with dashes (arg_utils.py:288-290)
 SGLANG_FLAGS = {
@@ -90,7 +95,10 @@ SGLANG_FLAGS = {
     "--speculative-num-steps": (True, "srt/arg_groups/fields/spec.py:58"),
     "--speculative-eagle-topk": (True, "srt/arg_groups/fields/spec.py:62"),
     "--speculative-num-draft-tokens": (True, "srt/arg_groups/fields/spec.py:66"),
+    "--speculative-ngram-max-bfs-breadth": (True, "srt/arg_groups/fields/spec.py:256"),
 }
+# --speculative-algorithm builtins (srt/arg_groups/fields/spec.py:31-34; NEXTN: spec_registry.py:183)
+SGLANG_ALGORITHMS = ("EAGLE", "EAGLE3", "NEXTN", "STANDALONE", "NGRAM", "DFLASH", "DSPARK", "UNO")
 SGLANG_KV_DTYPES = ("auto", "fp8_e5m2", "fp8_e4m3", "mxfp8", "bf16", "bfloat16", "nvfp4",
                     "fp4_mx_block16")  # srt/arg_groups/fields/model.py:209-219
 
@@ -333,3 +341,72 @@ def test_no_engine_prints_a_removed_llamacpp_flag_or_hf_on_safetensors(engine):
         words = set(shlex.split(text)) if engine != TRANSFORMERS else set(text.split())
         assert not words & set(LLAMACPP_REMOVED), f"{engine} {case}: removed llama.cpp flag"
         assert f"-hf {ST_TARGET}" not in text and f"-hfd {ST_DRAFT}" not in text
+
+
+# --- drafting methods other than a draft model (eagle3, mtp, ngram, early_exit) ----------------------
+
+HEAD = "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B"
+METHOD_CASES = {
+    "eagle3": LaunchInput(target="meta-llama/Llama-3.1-8B-Instruct", draft=HEAD, k=3, context=4096,
+                          method="eagle3"),
+    "mtp": LaunchInput(target="deepseek-ai/DeepSeek-V3", draft=None, k=2, context=8192, tp=8, method="mtp"),
+    "ngram": LaunchInput(target=ST_TARGET, draft=None, k=5, context=4096, method="ngram", ngram_max=4),
+    "early_exit": LaunchInput(target="facebook/layerskip-llama3.2-1B", draft=None, k=4, context=2048,
+                              method="early_exit", exit_layer=4),
+}
+RUN = [(e, m) for e in ENGINES for m in METHOD_CASES if m in engines.get(e).methods]
+
+
+def test_each_engine_says_which_methods_it_runs():
+    runs = {e: sorted(m for m in METHOD_CASES if m in engines.get(e).methods) for e in ENGINES}
+    assert runs == {LLAMACPP: ["eagle3", "mtp", "ngram"], VLLM: ["eagle3", "mtp", "ngram"],
+                    SGLANG: ["eagle3", "mtp", "ngram"], TRANSFORMERS: ["early_exit", "mtp", "ngram"], MLX: []}
+    for e in ENGINES:  # a refused method names where the engine's source says so
+        for m in set(METHOD_CASES) - set(runs[e]):
+            assert engines.get(e).method_refusals[m]
+
+
+@pytest.mark.parametrize(("engine", "method"), RUN)
+def test_method_commands_use_real_flags(engine, method):
+    x = METHOD_CASES[method]
+    out = engines.launch(engine, x)
+    if engine == TRANSFORMERS:
+        code = out["python"]
+        compile(code, f"<launch {method}>", "exec")
+        call = next(n for n in ast.walk(ast.parse(code)) if isinstance(n, ast.Call) and ast.unparse(n.func)
+                    == "model.generate")
+        kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg}
+        if method == "ngram":  # generation/configuration_utils.py:462-463
+            assert kw["prompt_lookup_num_tokens"] == x.k and kw["max_matching_ngram_size"] == x.ngram_max
+        elif method == "mtp":  # configuration_utils.py:403
+            assert kw["use_mtp"] is True
+        else:  # configuration_utils.py:464; K on the model's own generation_config
+            assert kw["assistant_early_exit"] == x.exit_layer
+            assert _assignments(ast.parse(code))["model.generation_config.num_assistant_tokens"] == x.k
+        return
+    argv = shlex.split(out["command"])
+    if engine == LLAMACPP:
+        opts = parse(argv[1:], LLAMACPP_FLAGS)
+        assert opts["--spec-type"] in LLAMACPP_SPEC_TYPES
+        want = {"eagle3": "draft-eagle3", "mtp": "draft-mtp", "ngram": "ngram-simple"}[method]
+        assert opts["--spec-type"] == want and ("-md" in opts) == (method == "eagle3")
+        if method == "ngram":
+            assert opts["--spec-ngram-simple-size-m"] == str(x.k)
+        else:
+            assert opts["--spec-draft-n-max"] == str(x.k)
+    elif engine == VLLM:
+        opts = _options(VLLM, argv[3:], VLLM_FLAGS, model=argv[2])
+        spec = json.loads(opts["--speculative-config"])
+        assert set(spec) <= set(VLLM_SPEC_KEYS) and spec["method"] == method and spec["method"] in VLLM_METHODS
+        assert spec["num_speculative_tokens"] == x.k
+        assert spec.get("model") == (HEAD if method == "eagle3" else None)  # mtp loads the target (:1252-1266)
+        if method == "ngram":
+            assert 1 <= spec["prompt_lookup_min"] <= spec["prompt_lookup_max"] == x.ngram_max  # :1322
+    else:
+        opts = _options(SGLANG, argv[2:], SGLANG_FLAGS)
+        algo = opts["--speculative-algorithm"]
+        assert algo in SGLANG_ALGORITHMS and algo == {"eagle3": "EAGLE3", "mtp": "NEXTN", "ngram": "NGRAM"}[method]
+        assert opts["--speculative-num-draft-tokens"] == str(x.k + 1)
+        if method != "ngram":
+            assert opts["--speculative-draft-model-path"] == (HEAD if method == "eagle3" else x.target)
+            assert opts["--speculative-num-steps"] == str(x.k) and opts["--speculative-eagle-topk"] == "1"

@@ -35,7 +35,8 @@ PYPROJECT = tomllib.loads((ROOT / "pyproject.toml").read_text())
 CATALOG_FILES = sorted(p.relative_to(ROOT / "catalogs").as_posix() for p in (ROOT / "catalogs").rglob("*.json"))
 # What every build must carry, as archive paths (wheel) or paths below the sdist's top folder.
 MUST_LIST = ("planner/catalogs/models/*.json", "planner/catalogs/machines/*.json", "planner/catalogs/pairs/*.json",
-             "planner/catalogs/heterogeneous_vocab.json")
+             "planner/catalogs/heterogeneous_vocab.json", "planner/catalogs/heads/*.json",
+             "planner/catalogs/methods/*.json")
 
 
 def _run(args: list[str], capsys) -> tuple[int, str, str]:

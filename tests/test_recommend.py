@@ -36,8 +36,10 @@ def test_recommend_catalog_target_offline_json(capsys):
     rec = data["recommendation"]
     assert rec["draft"].startswith("meta-llama/Llama-3.2-") and rec["verdict"] in ("faster", "uncertain")
     assert rec["speedup"] > 1.0 and 1 <= rec["k"] <= 8
-    # every candidate is a same-tokenizer-family model, smaller than the target
-    assert data["plans"] and all(p["draft"].startswith("meta-llama/Llama-3.") for p in data["plans"])
+    # every draft-model candidate is a same-tokenizer-family model, smaller than the target
+    drafts = [p for p in data["plans"] if p["method"] == "draft_model"]
+    assert drafts and all(p["draft"].startswith("meta-llama/Llama-3.") for p in drafts)
+    assert {p["method"] for p in data["plans"]} == {"draft_model", "eagle3", "ngram"}
     # the vLLM launch command is valid: its --speculative-config parses as JSON with the chosen K
     argv = shlex.split(rec["launch"]["command"])
     spec_cfg = json.loads(argv[argv.index("--speculative-config") + 1])
@@ -77,8 +79,11 @@ def test_draft_that_does_not_fit_is_never_recommended():
     # below target + 1B (but above the target alone): nothing fits beside it, so plain decoding
     alone = _used(t, None, big_m, 4096)
     tiny = with_overrides(get_machine("rtx-4090"), memory_bytes=(alone + _used(t, small, big_m, 4096)) // 2)
-    rec2 = P.recommend(t, t.id, tiny, engine="transformers", context=4096)
+    rec2 = P.recommend(t, t.id, tiny, engine="transformers", context=4096, methods=("draft_model",))
     assert rec2.baseline_fits and rec2.choice.draft is None
+    # n-gram lookup keeps nothing resident: it still fits there
+    rec3 = P.recommend(t, t.id, tiny, engine="transformers", context=4096, methods=("ngram",))
+    assert rec3.plans and all(o.fits and o.method.kind == "ngram" for o in rec3.plans)
     assert any("fits" in r for r in rec2.choice.reasons)
 
 

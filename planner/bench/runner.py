@@ -44,6 +44,9 @@ class BenchResult:
     prediction: speed.Prediction
     histogram: tuple[int, ...]
     notes: tuple[str, ...] = field(default_factory=tuple)
+    method: str = "draft_model"  # what drafted: a draft model, n-gram lookup, early exit (bench/methods.py)
+    generate_speedup: float | None = None  # the same method through transformers' generate(), when run
+    generate_identical: bool | None = None
 
 
 def measure_costs(target: Stepper, draft: Stepper, prefix: Sequence[int], *, k_max: int, vocab_probe: Sequence[int],
@@ -208,7 +211,10 @@ def result_json(r: BenchResult) -> dict[str, Any]:
     return {"baseline_tokens_per_s": r.baseline_tokens_per_s, "speculative_tokens_per_s": r.speculative_tokens_per_s,
             "measured_speedup": r.measured_speedup, "predicted_speedup": r.predicted_speedup, "error": r.error,
             "k": r.k, "tokens": r.tokens, "prompts": r.prompts, "acceptance": r.acceptance,
-            "greedy_identical": r.greedy_identical,
+            "greedy_identical": r.greedy_identical, "method": r.method,
+            "generate": None if r.generate_speedup is None else
+            {"measured_speedup": r.generate_speedup, "greedy_identical": r.generate_identical,
+             "error": (r.predicted_speedup - r.generate_speedup) / r.generate_speedup},
             "costs": {"verify_s": list(r.costs.verify_s), "draft_s": r.costs.draft_s,
                       "overhead_s": r.costs.overhead_s, "context": r.costs.context},
             "prediction": {"k_best": r.prediction.k_best, "speedup_best": r.prediction.speedup,

@@ -12,6 +12,9 @@ import typer
 # --- models --------------------------------------------------------------------------------------
 ModelArg = Annotated[str, typer.Argument(help="Model: local dir, config.json, .gguf, HF id or catalog name.")]
 DraftOpt = Annotated[str | None, typer.Option("--draft", "-d", help="Draft model (same forms as the target).")]
+MethodOpt = Annotated[str | None, typer.Option(
+    "--method", help="How drafts are made: draft_model (--draft), eagle3 (--draft HEAD: a catalogued head or a "
+                     "directory; default the target's catalogued head), mtp, ngram, early_exit.")]
 RevisionOpt = Annotated[str | None, typer.Option("--revision", help="Hub revision: branch, tag or commit.")]
 
 # --- memory settings -----------------------------------------------------------------------------
@@ -61,6 +64,12 @@ MaxKOpt = Annotated[int, typer.Option("--max-k", help="Largest K (tokens drafted
                                       min=1, max=32)]
 TemperatureOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature (0 = greedy).", min=0,
                                                max=100)]
+WorkloadOpt = Annotated[str, typer.Option(
+    "--workload", help="chat | code | reasoning: what the deployment generates (n-gram lookup accepts far more when "
+                       "the output copies the prompt, as code edits do).")]
+MethodsOpt = Annotated[str | None, typer.Option(
+    "--method", help="Only these drafting methods, comma-separated: draft_model, eagle3, mtp, ngram, early_exit "
+                     "(default: all that apply).")]
 
 # --- policies (check, report) --------------------------------------------------------------------
 ConfigOpt = Annotated[str | None, typer.Option(

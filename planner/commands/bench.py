@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Annotated
+from dataclasses import replace
+from typing import Annotated, Any
 
 import typer
 
 from ..bench.decode import HFStepper
+from ..bench.methods import EarlyExitStepper, NgramStepper, generate_speedup
 from ..bench.models import check_memory, check_model, encode_prompts, load_model
 from ..bench.runner import BenchResult, bench_clock, choose_k, result_json, run_pair
 from ..core.constants import DEFAULT_MAX_K
@@ -37,6 +39,13 @@ DeviceOpt = Annotated[str, typer.Option("--device", help="cpu | cuda | mps | aut
 DtypeOpt = Annotated[str, typer.Option("--dtype", help="f32 | bf16 | f16 (compute dtype of both models).")]
 ClockOpt = Annotated[str, typer.Option("--clock", help="wall | thread (CPU time of one torch thread: immune to "
                                                        "other processes on a shared machine; CPU only).")]
+BenchMethodOpt = Annotated[str, typer.Option(
+    "--method", help="draft_model (needs --draft) | ngram (prompt lookup) | early_exit (the target's first layers).")]
+ExitLayerOpt = Annotated[int | None, typer.Option("--exit-layer", help="early_exit: layers that draft (default: a "
+                                                                       "quarter of the target's).", min=1)]
+GenerateOpt = Annotated[bool, typer.Option("--generate", help="ngram / early_exit: also time transformers' own "
+                                                              "generate() with the same method.")]
+BENCH_METHODS = ("draft_model", "ngram", "early_exit")
 ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads for torch, 1..the CPU count "
                                                                   "(default: torch's; --clock thread: 1).")]
 
@@ -44,7 +53,11 @@ ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads f
 @app.command()
 def bench(
     target: Annotated[str, typer.Argument(help="Target: local model folder (safetensors) or .gguf file.")],
-    draft: Annotated[str, typer.Option("--draft", "-d", help="Draft: local model folder or .gguf file.")],
+    draft: Annotated[str | None, typer.Option("--draft", "-d", help="Draft: local model folder or .gguf file.")]
+    = None,
+    method: BenchMethodOpt = "draft_model",
+    exit_layer: ExitLayerOpt = None,
+    generate: GenerateOpt = False,
     k: KOpt = "auto",
     tokens: TokensOpt = 64,
     prompts: PromptsOpt = None,
@@ -67,8 +80,11 @@ def bench(
     Examples:
       planner bench ./smollm2-360m --draft ./smollm2-135m --k auto --tokens 64
       planner bench .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --draft .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --json
+      planner bench .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --method ngram --k 4 --generate
+      planner bench .cache/gguf/gemma-3-270m-q4_k_m.gguf --method early_exit --exit-layer 6 --k 2
     """
     kk = _k(k)
+    _check_method(method, draft, temperature)
     check_threads(threads)
     if clock == "thread" and threads not in (None, 1):
         raise UsageError(f"Cannot bench with --clock thread and --threads {threads} (expected --threads 1: "
@@ -81,11 +97,12 @@ def bench(
     plist = load_prompts(prompts)
     need_tok = any(p.ids is None for p in plist[:max_prompts])  # token-id prompts need no tokenizer
     # every input checked before either model loads
-    checked = [check_model(ref, tokenizer=need_tok) for ref in (target, draft)]
+    checked = [check_model(ref, tokenizer=need_tok) for ref in ((target, draft) if draft else (target,))]
     check_memory(checked, device=dev, dtype=dt)
     with cpu_threads(threads):
         res = _run(target, draft, dev=dev, dt=dt, k=kk, tokens=tokens, prompts=plist, max_prompts=max_prompts,
-                   repeats=repeats, temperature=temperature, clock=clock_fn, tokenizer=need_tok)
+                   repeats=repeats, temperature=temperature, clock=clock_fn, tokenizer=need_tok, method=method,
+                   exit_layer=exit_layer, generate=generate)
     if as_json:
         emit(result_json(res))
     else:
@@ -111,14 +128,34 @@ def _k(k: str) -> int | None:
     return kk
 
 
-def _run(target: str, draft: str, *, dev: str, dt: str, k: int | None, tokens: int, prompts: Sequence[Prompt],
-         max_prompts: int, repeats: int, temperature: float, clock: Callable[[], float],
-         tokenizer: bool = True) -> BenchResult:
-    """Load both models, take K (None: let the speed model choose it), and run the pair."""
+def _check_method(method: str, draft: str | None, temperature: float) -> None:
+    """--method with what it needs, before any model loads.
+
+    Raises:
+        UsageError: an unknown method, draft_model without --draft, a --draft for another method, or
+            sampling with n-gram lookup (its drafts are one-hot: greedy only).
+    """
+    if method not in BENCH_METHODS:
+        raise UsageError(f"Cannot bench --method '{method}' (expected one of {', '.join(BENCH_METHODS)}).")
+    if method == "draft_model" and not draft:
+        raise UsageError("Cannot bench --method draft_model without --draft (expected a draft model folder or "
+                         ".gguf file). Pass --draft, or --method ngram / early_exit.")
+    if method != "draft_model" and draft:
+        raise UsageError(f"Cannot bench --method {method} with --draft: it drafts from the target itself.")
+    if method == "ngram" and temperature > 0:
+        raise UsageError("Cannot bench --method ngram with --temperature > 0: its drafts are one-hot (greedy "
+                         "only). Use --temperature 0.")
+
+
+def _run(target: str, draft: str | None, *, dev: str, dt: str, k: int | None, tokens: int, prompts: Sequence[Prompt],
+         max_prompts: int, repeats: int, temperature: float, clock: Callable[[], float], tokenizer: bool = True,
+         method: str = "draft_model", exit_layer: int | None = None, generate: bool = False) -> BenchResult:
+    """Load the models, take K (None: let the speed model choose it), and run the pair."""
     tmodel, ttok = load_model(target, device=dev, dtype=dt, tokenizer=tokenizer)
-    dmodel, dtok = load_model(draft, device=dev, dtype=dt, tokenizer=tokenizer)
-    vocab = min(int(getattr(m.config, "vocab_size", 0) or 0) or (1 << 31) for m in (tmodel, dmodel))
+    dmodel, dtok = load_model(draft, device=dev, dtype=dt, tokenizer=tokenizer) if draft else (None, None)
+    vocab = min(int(getattr(m.config, "vocab_size", 0) or 0) or (1 << 31) for m in (tmodel, dmodel) if m is not None)
     ids = encode_prompts(ttok, prompts, dtok, limit=max_prompts, vocab=vocab)
+    layer = exit_layer or max(1, tmodel.config.get_text_config().num_hidden_layers // 4)
 
     def sync() -> None:
         device_sync(dev)
@@ -126,24 +163,38 @@ def _run(target: str, draft: str, *, dev: str, dt: str, k: int | None, tokens: i
     def make_target() -> HFStepper:
         return HFStepper(tmodel)
 
-    def make_draft() -> HFStepper:
+    def make_draft() -> Any:
+        if method == "ngram":
+            return NgramStepper(int(tmodel.get_output_embeddings().weight.shape[0]))
+        if method == "early_exit":
+            return EarlyExitStepper(tmodel, layer)
         return HFStepper(dmodel)
 
     if k is None:
         k, _ = choose_k(make_target, make_draft, ids[0], k_max=DEFAULT_MAX_K, tokens=tokens, temperature=temperature,
                         sync=sync)
         warn(f"--k auto: the speed model chose K={k} from an exploratory run")
-    return run_pair(make_target, make_draft, ids, k=k, tokens=tokens, temperature=temperature, repeats=repeats,
-                    sync=sync, clock=clock)
+    res = run_pair(make_target, make_draft, ids, k=k, tokens=tokens, temperature=temperature, repeats=repeats,
+                   sync=sync, clock=clock)
+    res = replace(res, method=method)
+    if generate and method != "draft_model":
+        g, same = generate_speedup(tmodel, ids, method=method, k=k, tokens=tokens, exit_layer=layer, repeats=repeats,
+                                   clock=clock)
+        res = replace(res, generate_speedup=g, generate_identical=same)
+    return res
 
 
 def bench_text(r) -> str:
     a = r.acceptance
-    rows = [["baseline (target only)", f"{r.baseline_tokens_per_s:.2f} tok/s"],
+    rows = [["method", r.method],
+            ["baseline (target only)", f"{r.baseline_tokens_per_s:.2f} tok/s"],
             [f"speculative (K={r.k})", f"{r.speculative_tokens_per_s:.2f} tok/s"],
             ["measured speed-up", f"{r.measured_speedup:.3f}x"],
             ["predicted speed-up", f"{r.predicted_speedup:.3f}x (error {r.error:+.1%})"],
             ["greedy output identical", {True: "yes", False: "NO", None: "n/a (sampling)"}[r.greedy_identical]],
+            *([["transformers generate() speed-up", f"{r.generate_speedup:.3f}x (prediction error "
+                f"{(r.predicted_speedup - r.generate_speedup) / r.generate_speedup:+.1%}; output "
+                f"{'identical' if r.generate_identical else 'DIFFERS'})"]] if r.generate_speedup else []),
             ["alpha (from histogram)", f"{a.get('alpha', float('nan')):.3f}"],
             ["accepted / drafted", f"{a['accepted_per_drafted']:.3f}" if a["accepted_per_drafted"] is not None
              else "-"],

@@ -46,7 +46,7 @@ def assessment_json(a: Any) -> dict[str, Any]:
     v, sp = a.verdict, a.speed
     return {
         "deployment": sc.deployment.name, "machine": sc.label, "target": sc.target.id,
-        "draft": sc.method.label if sc.method else None, "engine": sc.settings.engine, "context": sc.settings.context,
+        "method": sc.method.kind if sc.method else "none", "draft": sc.method.label if sc.method else None, "engine": sc.settings.engine, "context": sc.settings.context,
         "batch": sc.settings.batch, "tp": sc.layout.tp, "pp": sc.layout.pp, "fits": a.fits,
         "headroom_bytes": a.headroom_bytes, "total_bytes": a.total_bytes, "layout_error": a.layout_error,
         "devices": [{"index": d.budget.index, "name": d.budget.name, "budget_bytes": d.budget.budget_bytes,

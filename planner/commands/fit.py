@@ -37,6 +37,7 @@ from ._options import (
     JsonOpt,
     KvDtypeOpt,
     MachineOpt,
+    MethodOpt,
     ModelArg,
     OverheadOpt,
     ParallelBatchOpt,
@@ -229,6 +230,7 @@ def fit_table(r, launch: dict[str, str] | None = None) -> str:
 def fit(
     target: ModelArg,
     draft: DraftOpt = None,
+    method_kind: MethodOpt = None,
     machine: MachineOpt = None,
     gpu_memory: GpuMemoryOpt = None,
     gpus: GpusOpt = None,
@@ -264,7 +266,7 @@ def fit(
     """
     width.set_wide(wide)
     tspec = load_spec(target, revision=revision)
-    method = load_method(draft)
+    method = load_method(draft, kind=method_kind, target=tspec)
     dspec = method.resident_model() if method else None  # what the method keeps resident
     m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
     settings = Settings(context=parse_tokens(context), batch=batch, engine=engine_for(engine, tspec, dspec,

@@ -24,6 +24,7 @@ from ._options import (
     GroupSizeOpt,
     JsonOpt,
     KvDtypeOpt,
+    MethodOpt,
     ModelArg,
     OverheadOpt,
     ParallelBatchOpt,
@@ -37,6 +38,7 @@ from ._options import (
 def memory(
     model: ModelArg,
     draft: DraftOpt = None,
+    method_kind: MethodOpt = None,
     context: ContextOpt = str(DEFAULT_CONTEXT),
     batch: ParallelBatchOpt = 1,
     draft_context: DraftContextOpt = None,
@@ -60,7 +62,7 @@ def memory(
     """
     width.set_wide(wide)
     target = load_spec(model, revision=revision)
-    method = load_method(draft)
+    method = load_method(draft, kind=method_kind, target=target)
     dspec = method.resident_model() if method else None  # what the method keeps resident
     kind = host_kind()  # a glance at this host: the engine default, and no CUDA context on Metal/CPU
     settings = mem.Settings(context=parse_tokens(context), batch=batch,

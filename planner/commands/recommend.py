@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from typing import Annotated, Any
 
@@ -10,12 +11,12 @@ import typer
 from .. import engines
 from ..core import paths
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
-from ..core.errors import one_line
+from ..core.errors import UsageError, one_line
 from ..core.fmt import fmt_bytes
 from ..core.units import parse_batches, parse_bytes, parse_tokens
 from ..drafting import DraftModel
 from ..fits import fit as fitmod
-from ..fits import search
+from ..fits import memory, search
 from ..fits.fit import default_layout
 from ..fits.machine_lookup import resolve_machine
 from ..fits.memory import Settings
@@ -28,6 +29,7 @@ from ..sources import load_spec
 from ..speed.acceptance import Acceptance
 from ..speed.profile_file import load_profile
 from ._common import app, emit, engine_for, warn
+from ._methods import parse_methods, parse_workload
 from ._options import (
     AcceptanceOpt,
     ContextOpt,
@@ -36,6 +38,7 @@ from ._options import (
     JsonOpt,
     MachineOpt,
     MaxKOpt,
+    MethodsOpt,
     ModelArg,
     PpOpt,
     ProfileOpt,
@@ -46,6 +49,7 @@ from ._options import (
     UtilizationOpt,
     WeightsDtypeOpt,
     WideOpt,
+    WorkloadOpt,
 )
 
 CandidatesOpt = Annotated[str | None, typer.Option(
@@ -87,6 +91,8 @@ def recommend(
     weights_dtype: WeightsDtypeOpt = None,
     draft_weights_dtype: DraftWeightsOpt = None,
     temperature: TemperatureOpt = 0.0,
+    workload: WorkloadOpt = "chat",
+    method: MethodsOpt = None,
     revision: RevisionOpt = None,
     as_json: JsonOpt = False,
     wide: WideOpt = False,
@@ -104,9 +110,11 @@ def recommend(
       planner recommend ./my-model --candidates qwen2.5-0.5b-instruct,qwen2.5-1.5b-instruct --acceptance 0.75
       planner recommend llama-3.3-70b-instruct --machine 2x-rtx-4090 --profile probe.json --json
       planner recommend target.gguf --candidates small.gguf,tiny.gguf --machine rtx-4090
+      planner recommend llama-3.1-8b-instruct --machine h100-sxm --method eagle3,ngram --workload code
     """
     width.set_wide(wide)
     batches = parse_batches(batch)
+    kinds, work = parse_methods(method), parse_workload(workload)
     batch = batches[0]  # the first value sizes memory and ranks the plans
     spec = load_spec(target, revision=revision)
     m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
@@ -142,7 +150,7 @@ def recommend(
         return P.recommend(spec, ref, m, engine=eng, batch=batch, candidates=cands, costs_for=costs_for,
                            given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
                            temperature=temperature, k_fixed=k, draft_weights_dtype=draft_weights_dtype,
-                           batches=batches, **asked)
+                           batches=batches, workload=work, methods=kinds, **asked)
     rec = run(**plan)
     if not rec.baseline_fits:
         rec = _with_cheapest_fit(rec, run, plan, spec, m, eng, batch)
@@ -184,6 +192,9 @@ def _is_path(ref: str) -> bool:
 
 def _profile(path: str, spec: Any, cands: Any, m: Any, ctx: int, k_max: int) -> Any:
     prof = load_profile(path)
+    if len(prof.target.verify_s) < 2:  # before any warning: a bad input is one error line
+        raise UsageError(f"Cannot plan from profile '{path}': it holds {len(prof.target.verify_s)} verify cost(s) "
+                         f"(expected t_v(1) and at least t_v(2)). Probe with --max-k 1 or more.")
     if prof.target.id != spec.id:
         warn(f"profile '{path}' measured '{prof.target.id}', not '{spec.id}': its curve is used as given")
     if prof.context != ctx:
@@ -211,9 +222,23 @@ def _probe_now(spec: Any, cands: Any, ctx: int, k_max: int) -> Any:
     return run_synthetic(spec, draft, ProbeSettings(context=ctx, max_k=k_max))
 
 
+def method_kind(o: Any) -> str:
+    """The plan's drafting method ("none": plain decoding)."""
+    return o.method.kind if o.method is not None else "none"
+
+
+def draft_weights_bytes(o: Any) -> int:
+    """Weight bytes the method keeps resident beside the target (0: n-gram, early exit, plain decoding)."""
+    p = o.problem
+    if p is None or p.draft is None:
+        return 0
+    return memory.weights(p.draft, p.draft_settings or p.settings)[0]
+
+
 def option_json(o: Any) -> dict[str, Any]:
     a = o.acceptance
-    return {"draft": o.draft, "draft_ref": o.draft_ref, "k": o.k, "kv_dtype": o.kv_dtype,
+    return {"method": method_kind(o), "draft": o.draft, "draft_ref": o.draft_ref,
+            "draft_weights_bytes": draft_weights_bytes(o), "k": o.k, "kv_dtype": o.kv_dtype,
             "speedup": round(o.speedup, 4), "speedup_interval": [round(x, 4) for x in o.speedup_interval],
             "verdict": o.verdict, "fits": o.fits, "headroom_bytes": o.headroom_bytes, "compatible": o.compatible,
             "fallback": o.fallback, "reasons": list(o.reasons),
@@ -244,7 +269,9 @@ def recommendation_json(rec: Any) -> dict[str, Any]:
             "baseline_headroom_bytes": rec.baseline_headroom_bytes,
             "tokenizer_family": rec.tokenizer_family, "tokenizer_match": rec.tokenizer_match,
             "plans": [option_json(o) for o in rec.plans],
-            "recommendation": {"draft": c.draft, "k": c.k if c.draft else None, "kv_dtype": c.kv_dtype,
+            "recommendation": {"method": method_kind(c), "draft": c.draft,
+                               "draft_weights_bytes": draft_weights_bytes(c),
+                               "k": c.k if c.draft else None, "kv_dtype": c.kv_dtype,
                                "speedup": round(c.speedup, 4), "speedup_interval": list(c.speedup_interval),
                                "verdict": c.verdict, "reasons": list(c.reasons), "launch": c.launch,
                                "fits": c.fits, "headroom_bytes": c.headroom_bytes,
@@ -277,6 +304,15 @@ def _names(drafts: list[str]) -> str:
     return " | ".join(names)
 
 
+def _method_cell(o: Any, names: str) -> str:
+    """A draft model's row names the draft; another method's says which method first (eagle3: head)."""
+    kind = method_kind(o)
+    if kind in ("draft_model", "none") or names.startswith(kind):
+        return names
+    short = re.sub(rf"(?i)-?{re.escape(kind)}-?", "-", names).strip("-") or names  # the prefix says it
+    return f"{kind}: {short}"
+
+
 def key_runs(o: Any) -> str:
     return "yes" if o.compatible and not o.fallback else ("fallback" if o.fallback else "NO")
 
@@ -291,7 +327,7 @@ def plan_rows(plans: Any, limit: int | None) -> tuple[list[list[str]], int]:
     order; and how many rows `limit` left out."""
     groups: dict[tuple, list[Any]] = {}
     for o in plans:
-        key = (o.k, *_speed_cells(o), o.fits, key_runs(o), key_alpha(o))  # what differs between real choices
+        key = (method_kind(o), o.k, *_speed_cells(o), o.fits, key_runs(o), key_alpha(o))  # what differs
         groups.setdefault(key, []).append(o)
     rows = []
     for same in groups.values():
@@ -304,7 +340,7 @@ def plan_rows(plans: Any, limit: int | None) -> tuple[list[list[str]], int]:
             head = fmt_bytes(o.headroom_bytes)
         else:
             head = f"{a[0]}-{b[0]} {a[1]}" if a[1] == b[1] and lo >= 0 else f"{fmt_bytes(lo)} to {fmt_bytes(hi)}"
-        rows.append([_names([x.draft for x in same]), "/".join(dict.fromkeys(x.kv_dtype for x in same)), str(o.k),
+        rows.append([_method_cell(o, _names([x.draft for x in same])), "/".join(dict.fromkeys(x.kv_dtype for x in same)), str(o.k),
                      *_speed_cells(o), "yes" if o.fits else "NO", head, key_runs(o), key_alpha(o)])
     if limit is None or len(rows) <= limit:
         return rows, 0
@@ -317,8 +353,8 @@ def recommendation_text(rec: Any, machine_label: str | None = None, show_all: bo
              *wrap(f"drafts   tokenizer family {rec.tokenizer_family or '?'} ({rec.tokenizer_match})"), ""]
     rows, left = plan_rows(rec.plans, None if show_all else SHOWN_PLANS)
     if rows:
-        lines.append(width.table(rows, ["draft", "KV", "K", "speed-up (range)", "verdict", "fits", "headroom",
-                                        "runs", "alpha"], shrink=(0,), floor=12))
+        lines.append(width.table(rows, ["draft / method", "KV", "K", "speed-up (range)", "verdict", "fits", "headroom",
+                                        "runs", "alpha"], shrink=(0, 3, 6), floor=10))
         if left:
             lines.append(f"({left} more plan{'s' if left > 1 else ''}: --all)")
         lines += wrap(f"costs: {rec.plans[0].costs_source}; acceptance: {rec.plans[0].acceptance.source}"
@@ -326,7 +362,7 @@ def recommendation_text(rec: Any, machine_label: str | None = None, show_all: bo
         lines.append("")
     c = rec.choice
     if c.draft:
-        lines += wrap(f"RECOMMENDED  draft {c.draft}, K={c.k}, KV {c.kv_dtype}: {c.speedup:.2f}x "
+        lines += wrap(f"RECOMMENDED  {method_kind(c)} {c.draft}, K={c.k}, KV {c.kv_dtype}: {c.speedup:.2f}x "
                       f"({c.speedup_interval[0]:.2f}-{c.speedup_interval[1]:.2f}x), {c.verdict}")
     else:
         lines.append("RECOMMENDED  no speculation: plain decoding")

@@ -31,6 +31,7 @@ from ._options import (
     JsonOpt,
     KvDtypeOpt,
     MaxKOpt,
+    MethodOpt,
     PpOpt,
     ProfileOpt,
     RecEngineOpt,
@@ -69,7 +70,8 @@ CLI_ORIGIN = "command line"
 def _cli_scenarios(target: str, *, draft: str | None, machines: list[str], gpu_memory: str | None,
                    gpus: int | None, tp: int | None, pp: int | None, utilization: float | None, context: str,
                    batch: int, engine: str, kv_dtype: str | None, weights_dtype: str | None, profile: str | None,
-                   acceptance: str | None, k: int | None, max_k: int, temperature: float) -> list[Any]:
+                   acceptance: str | None, k: int | None, max_k: int, temperature: float,
+                   method: str | None = None) -> list[Any]:
     """One Deployment from the flags, judged like a policy entry on each machine."""
     if k is not None and k > max_k:
         raise UsageError(f"Cannot use --k {k} with --max-k {max_k}: expected K <= --max-k.")
@@ -78,7 +80,7 @@ def _cli_scenarios(target: str, *, draft: str | None, machines: list[str], gpu_m
     base = Deployment(name=target, target=target, draft=draft, context=parse_tokens(context), batch=batch,
                       kv_dtype=kv_dtype, weights_dtype=weights_dtype, machines=names, gpu_memory_bytes=gm, gpus=gpus,
                       tp=tp, pp=pp, utilization=utilization, k=k, acceptance=acceptance, temperature=temperature,
-                      profile=profile, max_k=max_k)
+                      profile=profile, max_k=max_k, method=method)
     cache: dict[str, Any] = {}
     out = []
     for m in C.machines_for(base, origin=CLI_ORIGIN):
@@ -102,6 +104,7 @@ def _summary(s: Any) -> str:
 def report(
     target: TargetArg = None,
     draft: DraftOpt = None,
+    method_kind: MethodOpt = None,
     machine: MachinesOpt = None,
     gpu_memory: GpuMemoryOpt = None,
     gpus: GpusOpt = None,
@@ -193,7 +196,7 @@ def report(
         scs = _cli_scenarios(target, draft=draft, machines=split_values(machine), gpu_memory=gpu_memory, gpus=gpus, tp=tp,
                              pp=pp, utilization=utilization, context=context, batch=batch, engine=engine,
                              kv_dtype=kv_dtype, weights_dtype=weights_dtype, profile=profile, acceptance=acceptance,
-                             k=k, max_k=max_k, temperature=temperature)
+                             k=k, max_k=max_k, temperature=temperature, method=method_kind)
         source, inputs = "command line", []
     inputs += [p for sc in scs for p in (sc.profile_path, sc.target_ref, sc.draft_ref)
                if p and paths.exists(p)]

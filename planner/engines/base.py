@@ -27,6 +27,12 @@ _BASIS_RANK = {"tokens": 3, "catalog": 2, "config": 1, "none": 0}
 ADD_BOS_DEFAULT = {"SPM": True, "WPM": True, "BPE": False, "UGM": False}
 
 
+# Drafting methods by kind (planner/drafting/<kind>.py): how an engine is told to draft. Engines say which
+# they run (Engine.methods) and render each in their launch command.
+DRAFT_MODEL, EAGLE3, MTP, NGRAM, EARLY_EXIT = "draft_model", "eagle3", "mtp", "ngram", "early_exit"
+METHOD_KINDS = (DRAFT_MODEL, EAGLE3, MTP, NGRAM, EARLY_EXIT)
+
+
 def pad(n: int, to: int) -> int:
     """n rounded up to a multiple of `to` (cache cells, blocks)."""
     return -(-n // to) * to
@@ -166,6 +172,10 @@ class LaunchInput:
     gpu_layers: int | None = None  # llama.cpp -ngl N; None: all
     cpu_moe_layers: int = 0  # llama.cpp --n-cpu-moe N
     draft_weights_quant: str | None = None  # the draft's own quant when it differs; None: `weights_quant`
+    method: str = DRAFT_MODEL  # how `draft` drafts: a draft model, an EAGLE-3 head (draft = its repo), the
+    # target's own MTP layers, n-gram lookup or early exit (those three name no draft)
+    exit_layer: int | None = None  # early exit: the layer whose output drafts (transformers assistant_early_exit)
+    ngram_max: int | None = None  # n-gram lookup: the longest n-gram matched against the prompt
 
 
 # --- the KV cache layout -----------------------------------------------------------------------
@@ -203,6 +213,8 @@ class Engine:
     Speed: `forward_overhead_s` = (per forward, per layer) seconds.
     Pairing: `pair_rule`, and whether the engine has a heterogeneous-vocabulary fallback.
     Plan: `kv_options` tried by recommend. Launch: `launch` renders the command(s).
+    Drafting: `methods` maps each drafting method the engine runs (METHOD_KINDS) to where its source
+    says so; a method missing from it is refused, with `method_refusals[kind]` (or a generic) reason.
     """
 
     name: str
@@ -252,3 +264,13 @@ class Engine:
     compute_efficiency: Mapping[str, tuple[float, str]] = field(default_factory=dict)
     spec_round_overhead_s: tuple[float, float] = (0.0, 0.0)
     spec_round_overhead_source: str = "not modelled"
+    methods: Mapping[str, str] = field(default_factory=lambda: {DRAFT_MODEL: "a separate draft model"})
+    method_refusals: Mapping[str, str] = field(default_factory=dict)
+
+
+def method_verdict(engine: Engine, kind: str) -> Verdict:
+    """Whether `engine` runs drafting method `kind` at all (its `methods`), with the source or the reason."""
+    if kind in engine.methods:
+        return Verdict(engine.name, True, None, None, f"{engine.name} runs {kind}: {engine.methods[kind]}")
+    why = engine.method_refusals.get(kind, f"{engine.name} has no {kind} drafting (runs: {', '.join(engine.methods)})")
+    return Verdict(engine.name, False, "method", None, why)

@@ -14,8 +14,13 @@ from ..core.constants import MiB
 from ..core.spec import LayerSpec, ModelSpec
 from .base import (
     CATALOG,
+    DRAFT_MODEL,
+    EAGLE3,
+    EARLY_EXIT,
     EXACT,
     LOWER,
+    MTP,
+    NGRAM,
     Engine,
     LaunchInput,
     Side,
@@ -266,7 +271,10 @@ def _draft_flags(x: LaunchInput, b: int) -> tuple[str, list[str]]:
     draft, note = _model_ref(x.draft or "", tag, draft=True)
     notes = [note] if note else []
     flags = (f" {draft} -ngld 99{_kv_flags(x.kv_dtype, '-ctkd', '-ctvd')[0]}"
-             f" --spec-type draft-simple --spec-draft-n-max {x.k} --spec-draft-n-min 0 --spec-draft-p-min 0.0")
+             f" --spec-type {SPEC_TYPES[x.method]}{_draft_n(x.k)}")
+    if x.method == EAGLE3:
+        notes.append("llama.cpp loads an EAGLE-3 head as a GGUF converted from the head's checkpoint with "
+                     "convert_hf_to_gguf.py (ggml-org/llama.cpp PR #18039)")
     if x.draft_context and x.draft_context != x.context:
         notes.append(f"the draft runs with the target's context (-c {x.context * b}): current builds size the "
                      f"draft from the target's context, so the draft context {x.draft_context} cannot be set "
@@ -304,11 +312,30 @@ def launch(x: LaunchInput) -> dict[str, str]:
     kv, kv_note = _kv_flags(x.kv_dtype, "-ctk", "-ctv")
     cmd += kv
     notes += [kv_note] if kv_note else []
-    if x.draft:
+    if x.draft and x.method in (DRAFT_MODEL, EAGLE3):
         draft, draft_notes = _draft_flags(x, b)
         cmd += draft
         notes += draft_notes
+    elif x.method == MTP:
+        # no -md: an MTP draft context is made against the target model (common/speculative.cpp:2556-2566)
+        cmd += f" --spec-type {SPEC_TYPES[MTP]}{_draft_n(x.k)}"
+        notes.append("draft-mtp drafts with the nextn layers stored in the target GGUF (blk.N.nextn.*, "
+                     "common/speculative.cpp:2286-2292): the GGUF must be converted with them")
+    elif x.method == NGRAM:
+        n = x.ngram_max or NGRAM_SIZE_N
+        cmd += f" --spec-type {SPEC_TYPES[NGRAM]} --spec-ngram-simple-size-n {n} --spec-ngram-simple-size-m {x.k}"
     return with_notes({"command": cmd}, notes)
+
+
+# --spec-type per method (common/speculative.cpp:34-44); ngram-simple is prompt lookup: the last N tokens
+# are looked up in the history and the M that followed are drafted (common/arg.cpp:4290-4308).
+SPEC_TYPES = {DRAFT_MODEL: "draft-simple", EAGLE3: "draft-eagle3", MTP: "draft-mtp", NGRAM: "ngram-simple"}
+NGRAM_SIZE_N = 3
+
+
+def _draft_n(k: int) -> str:
+    """K drafted per round, never fewer (n-min 0, p-min 0.0: drafting does not stop early)."""
+    return f" --spec-draft-n-max {k} --spec-draft-n-min 0 --spec-draft-p-min 0.0"
 
 
 ENGINE = Engine(
@@ -348,6 +375,12 @@ ENGINE = Engine(
     weights_ladder=("q8_0", "q6_k", "q5_k", "q4_k"),
     partial_offload=True,  # -ngl N, --n-cpu-moe N (common/arg.cpp:2789, :2767)
     verify_backend={"gpu": "llama.cpp-cuda", "apple": "llama.cpp-metal", "cpu": "llama.cpp-cpu"},
+    methods={DRAFT_MODEL: "--spec-type draft-simple -md DRAFT.gguf (common/arg.cpp:4241, :4249)",
+             EAGLE3: "--spec-type draft-eagle3 -md HEAD.gguf (common/speculative.cpp:36, PR #18039)",
+             MTP: "--spec-type draft-mtp on the target's nextn layers (common/speculative.cpp:37, :2556-2566)",
+             NGRAM: "--spec-type ngram-simple (common/speculative.cpp:40, common/arg.cpp:4290-4308)"},
+    method_refusals={EARLY_EXIT: "llama.cpp has no early-exit self-speculation (spec types: "
+                                 "common/speculative.cpp:34-44)"},
     bandwidth_efficiency={
         # achieved / peak bytes per second of batch-1 decode: RTX 4090 LLaMA-2-7B Q4_0 146.81 t/s x 3.8 GB
         # = 0.55 of 1008 GB/s (PR #6766); RTX 3060 Llama-3.1-8B Q8_0 32.49 t/s x 8.5 GB = 0.77 of 360 GB/s (#5877)

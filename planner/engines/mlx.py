@@ -11,8 +11,13 @@ from __future__ import annotations
 from ..core.spec import LayerSpec
 from .base import (
     CATALOG,
+    DRAFT_MODEL,
+    EAGLE3,
+    EARLY_EXIT,
     EXACT,
     LOWER,
+    MTP,
+    NGRAM,
     Engine,
     LaunchInput,
     Side,
@@ -111,6 +116,13 @@ ENGINE = Engine(
     weights_ladder=("int8", "int4"),
     quant_group_size=64,
     verify_backend={"apple": "mlx-metal"},
+    methods={DRAFT_MODEL: "--draft-model DRAFT --num-draft-tokens K (mlx_lm/server.py:1953, :1959)"},
+    method_refusals={
+        EAGLE3: "mlx-lm drafts only with a separate --draft-model (mlx_lm/server.py:1953): no EAGLE-3 heads",
+        MTP: "mlx-lm drafts only with a separate --draft-model (mlx_lm/server.py:1953): MTP layers are not used",
+        NGRAM: "mlx-lm has no n-gram drafting (prompt lookup was proposed in ml-explore/mlx-lm PR #1297, "
+               "closed unmerged)",
+        EARLY_EXIT: "mlx-lm has no early-exit self-speculation (only --draft-model, mlx_lm/server.py:1953)"},
     bandwidth_efficiency={
         # mlx-lm Qwen2.5-32B 4-bit on M2 Ultra: 31.77 t/s x ~18.4 GB = 0.73 of 800 GB/s (ml-explore/mlx PR #1861)
         "apple": (0.73, "mlx-lm decode reaches 0.73 of peak bandwidth (Qwen2.5-32B 4-bit, M2 Ultra, mlx PR #1861)"),

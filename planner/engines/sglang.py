@@ -18,8 +18,13 @@ from ..core.spec import LayerSpec
 from . import vllm
 from .base import (
     CATALOG,
+    DRAFT_MODEL,
+    EAGLE3,
+    EARLY_EXIT,
     EXACT,
     LOWER,
+    MTP,
+    NGRAM,
     LaunchInput,
     Side,
     Verdict,
@@ -87,7 +92,7 @@ KV_CACHE_DTYPES = {"fp8": "fp8_e4m3", "fp8_e4m3": "fp8_e4m3", "fp8_e5m2": "fp8_e
 
 
 def launch(x: LaunchInput) -> dict[str, str]:
-    """`sglang serve` with a STANDALONE draft: num_steps = K, one candidate per step, K + 1 tokens verified.
+    """`sglang serve` with the method's algorithm: num_steps = K, one candidate per step, K + 1 tokens verified.
 
     Flags (sglang 0.5.23): --model-path, --context-length (srt/arg_groups/fields/model.py:51, :110),
     --tp-size (parallel.py:45-51), --pp-size (parallel.py:59), --quantization (model.py:177),
@@ -111,15 +116,36 @@ def launch(x: LaunchInput) -> dict[str, str]:
         cmd += f" --kv-cache-dtype {KV_CACHE_DTYPES[kv]}"
     elif kv != "auto":
         notes.append(f"KV type '{x.kv_dtype}' is not an SGLang --kv-cache-dtype choice: left at auto")
-    if x.draft:
-        cmd += (f" --speculative-algorithm STANDALONE --speculative-draft-model-path {quote(x.draft)}"
-                f" --speculative-num-steps {x.k} --speculative-eagle-topk 1"
-                f" --speculative-num-draft-tokens {x.k + 1}")
-        if x.heterogeneous:
-            notes.append("SGLang has no heterogeneous-vocabulary algorithm: STANDALONE refuses a draft with "
-                         "another vocabulary (standalone_worker_v2.py:185-215)")
+    cmd += speculative_flags(x)
+    if x.draft and x.heterogeneous:
+        notes.append("SGLang has no heterogeneous-vocabulary algorithm: STANDALONE refuses a draft with "
+                     "another vocabulary (standalone_worker_v2.py:185-215)")
     out = {"command": cmd}
     return with_notes(out, notes)
+
+
+# --speculative-algorithm per method (srt/speculative/spec_info.py:39-47; NEXTN is an alias of EAGLE,
+# spec_registry.py:183, and runs the target's own MTP layers).
+ALGORITHMS = {DRAFT_MODEL: "STANDALONE", EAGLE3: "EAGLE3", MTP: "NEXTN", NGRAM: "NGRAM"}
+
+
+def speculative_flags(x: LaunchInput) -> str:
+    """The --speculative-* flags of a chain of K drafts (top-k 1, K + 1 tokens verified).
+
+    STANDALONE and EAGLE3 name their draft/head (`--speculative-draft-model-path`, spec.py:36); NEXTN
+    names the target itself, which holds the MTP layers (DeepSeek/GLM architectures default to it and
+    only warn when it is given, srt/arg_groups/speculative_hook.py:1121-1156); NGRAM drafts from a
+    trie of the request's tokens, a chain when its BFS breadth is 1 (spec.py:256, speculative_hook.py:1311).
+    """
+    algo = ALGORITHMS.get(x.method)
+    if algo is None or (x.method in (DRAFT_MODEL, EAGLE3) and not x.draft):
+        return ""
+    out = f" --speculative-algorithm {algo}"
+    if x.method == NGRAM:
+        return out + f" --speculative-ngram-max-bfs-breadth 1 --speculative-num-draft-tokens {x.k + 1}"
+    path = x.target if x.method == MTP else x.draft
+    return (out + f" --speculative-draft-model-path {quote(path or '')} --speculative-num-steps {x.k}"
+            f" --speculative-eagle-topk 1 --speculative-num-draft-tokens {x.k + 1}")
 
 
 # SGLang shares vLLM's design (CUDA-graph forward, Python scheduler, NCCL, the same KV types and
@@ -139,6 +165,12 @@ ENGINE = replace(
     heterogeneous_fallback=False,  # no TLI/UAG algorithm (spec_info.py:39-47)
     state_copies_per_spec_token=False,  # vLLM's mamba-state-per-speculative-block layout: not assumed here
     min_logit_rows=MAX_RUNNING_ROWS,
+    methods={DRAFT_MODEL: "--speculative-algorithm STANDALONE (srt/speculative/spec_info.py:39-47)",
+             EAGLE3: "--speculative-algorithm EAGLE3 with the head as --speculative-draft-model-path (spec.py:31-36)",
+             MTP: "--speculative-algorithm NEXTN, the target's MTP layers (spec_registry.py:183, "
+                  "speculative_hook.py:1121-1156)",
+             NGRAM: "--speculative-algorithm NGRAM (speculative_hook.py:1285-1330)"},
+    method_refusals={EARLY_EXIT: "SGLang has no early-exit self-speculation (algorithms: spec_info.py:39-47)"},
     gpu_utilization=GPU_UTILIZATION,
     bandwidth_efficiency={
         "gpu": (0.75, "assumed equal to vLLM's CUDA kernels (~0.75 of peak bandwidth, vLLM PR #2497)"),

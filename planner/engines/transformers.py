@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from ..core.constants import MiB
 from ..core.spec import LayerSpec
-from .base import Engine, LaunchInput, Side, Verdict
+from .base import DRAFT_MODEL, EAGLE3, EARLY_EXIT, MTP, NGRAM, Engine, LaunchInput, Side, Verdict
 
 NAME = "transformers"
 
@@ -66,7 +66,16 @@ def launch(x: LaunchInput) -> dict[str, str]:
     kwargs = "**inputs, max_new_tokens=256"
     if x.temperature > 0:
         kwargs += f", do_sample=True, temperature={x.temperature}"
-    if x.draft:
+    if x.method == NGRAM:  # prompt lookup: PromptLookupCandidateGenerator (candidate_generator.py:1017)
+        kwargs += f", prompt_lookup_num_tokens={x.k}, max_matching_ngram_size={x.ngram_max or NGRAM_MAX}"
+    elif x.method == MTP:  # the model's own MTP layers: MTPCandidateGenerator (candidate_generator.py:1362)
+        kwargs += ", use_mtp=True"
+    elif x.method == EARLY_EXIT:  # the model drafts with its first layers (candidate_generator.py:1157)
+        lines += [f"model.generation_config.num_assistant_tokens = {x.k}",
+                  "model.generation_config.num_assistant_tokens_schedule = 'constant'",
+                  "model.generation_config.assistant_confidence_threshold = 0"]
+        kwargs += f", assistant_early_exit={x.exit_layer}"
+    elif x.draft:
         lines += [f"assistant = AutoModelForCausalLM.from_pretrained({x.draft!r}, dtype='auto', device_map='auto')",
                   f"assistant.generation_config.num_assistant_tokens = {x.k}",
                   "assistant.generation_config.num_assistant_tokens_schedule = 'constant'",
@@ -77,10 +86,17 @@ def launch(x: LaunchInput) -> dict[str, str]:
             kwargs += ", tokenizer=tok, assistant_tokenizer=assistant_tok"
     lines += ["inputs = tok('Hello', return_tensors='pt').to(model.device)",
               f"out = model.generate({kwargs})"]
-    notes = ["num_assistant_tokens is read from the assistant's generation_config; passing it to "
-             "generate() may be ignored. Batch size 1 only."]
-    if x.draft:
+    notes = (["num_assistant_tokens is read from the assistant's generation_config; passing it to "
+              "generate() may be ignored. Batch size 1 only."] if x.method != NGRAM else
+             ["prompt lookup drafts from the prompt's own n-grams (no assistant model). Batch size 1 only."])
+    if x.draft or x.method == EARLY_EXIT:
         notes.append("assistant_confidence_threshold = 0 keeps K constant (the default 0.4 stops drafting early).")
+    if x.method == MTP:
+        notes.append(f"use_mtp drafts with the MTP layers the config declares (num_mtp_layers, "
+                     f"candidate_generator.py:1378-1391); K={x.k} is not a setting of this path.")
+    if x.method == EARLY_EXIT:
+        notes.append("assistant_early_exit needs a checkpoint trained to exit early (LayerSkip, e.g. "
+                     "facebook/layerskip-llama3.2-1B): other models draft poorly from an early layer.")
     if x.tp > 1:
         notes.append(f"device_map='auto' spreads the layers over the {x.tp} GPUs (one at a time), not tensor "
                      f"parallel.")
@@ -93,6 +109,9 @@ def launch(x: LaunchInput) -> dict[str, str]:
         notes.append(f"KV type '{x.kv_dtype}' is not set by this snippet: the cache runs in the model's dtype.")
     return {"python": "\n".join(lines), "note": " ".join(notes)}
 
+
+# max_matching_ngram_size printed for prompt lookup (generate()'s default is 2: candidate_generator.py:1046)
+NGRAM_MAX = 3
 
 ENGINE = Engine(
     name=NAME,
@@ -122,6 +141,14 @@ ENGINE = Engine(
         # 258/312 TFLOPS (A100, Horace He); 0.75 taken
         "gpu": (0.75, "cuBLAS GEMMs reach ~0.75 of dense tensor peak (cuBLAS bf16 258/312 TFLOPS on A100)"),
     },
+    methods={DRAFT_MODEL: "generate(assistant_model=...) (generation/utils.py _get_candidate_generator)",
+             NGRAM: "generate(prompt_lookup_num_tokens=K) (generation/configuration_utils.py:462, "
+                    "candidate_generator.py:1017)",
+             EARLY_EXIT: "generate(assistant_early_exit=L) (configuration_utils.py:464, candidate_generator.py:1157)",
+             MTP: "generate(use_mtp=True) with a config declaring num_mtp_layers (configuration_utils.py:403, "
+                  "generation/utils.py:1332, candidate_generator.py:1362)"},
+    method_refusals={EAGLE3: "transformers has no EAGLE-3 drafting (candidate generators: "
+                             "generation/candidate_generator.py)"},
     bandwidth_efficiency={
         "gpu": (0.75, "assumed: cuBLAS decode GEMV ~0.75 of peak bandwidth, as vLLM's kernels (vLLM PR #2497)"),
     },

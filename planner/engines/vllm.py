@@ -13,7 +13,20 @@ import json
 
 from ..core.constants import MiB
 from ..core.spec import LayerSpec
-from .base import Engine, LaunchInput, Side, Verdict, pad, quote, with_notes
+from .base import (
+    DRAFT_MODEL,
+    EAGLE3,
+    EARLY_EXIT,
+    MTP,
+    NGRAM,
+    Engine,
+    LaunchInput,
+    Side,
+    Verdict,
+    pad,
+    quote,
+    with_notes,
+)
 
 NAME = "vllm"
 # KV block of 16 tokens (v1/kv_cache_interface.py); max_num_batched_tokens 2048 for the OpenAI server
@@ -72,7 +85,7 @@ def weights_notes(quant: str | None) -> list[str]:
 
 
 def launch(x: LaunchInput) -> dict[str, str]:
-    """`vllm serve` with a draft_model speculative config (draft TP must be 1 or the target's).
+    """`vllm serve` with the method's speculative config (speculative_config(); draft TP 1 or the target's).
 
     Flags (vLLM 0.33.0 vllm/engine/arg_utils.py): --max-model-len :991, --tensor-parallel-size :1209,
     --pipeline-parallel-size :1171, --quantization :992 (fp8: online quantisation of a 16-bit
@@ -97,15 +110,41 @@ def launch(x: LaunchInput) -> dict[str, str]:
     elif x.kv_dtype and x.kv_dtype.lower() not in ("auto", "f16", "bf16"):
         notes.append(f"KV type '{x.kv_dtype}' is not a vLLM --kv-cache-dtype the planner sizes: left at auto")
     out = {}
-    if x.draft:
-        spec = {"method": "draft_model", "model": x.draft, "num_speculative_tokens": x.k,
-                "draft_tensor_parallel_size": 1 if x.tp == 1 else x.tp}
-        if x.heterogeneous:
-            spec["use_heterogeneous_vocab"] = True  # TLI; greedy drafting only (speculative.py:2000-2005)
+    spec = speculative_config(x)
+    if spec is not None:
         out["speculative_config"] = json.dumps(spec)
         cmd += f" --speculative-config {quote(out['speculative_config'])}"
     out["command"] = cmd
     return with_notes(out, notes)
+
+
+# prompt_lookup_min when the planner prints n-gram lookup: vLLM's own default is 5 for both ends
+# (speculative.py:1302-1305); a 2-token minimum matches more often, and every draft is verified anyway.
+NGRAM_MIN = 2
+NGRAM_MAX = 5
+
+
+def speculative_config(x: LaunchInput) -> dict | None:
+    """The --speculative-config JSON for each method (vllm/config/speculative.py 0.33.0):
+
+    draft_model: {"method": "draft_model", "model": DRAFT, ...} (method :419, values :74-83);
+    eagle3: {"method": "eagle3", "model": HEAD} (EagleModelTypes :71-73; the head repo is `model`, :416);
+    mtp: {"method": "mtp"} with no model: the target's own checkpoint is loaded as the draft (:1252-1266;
+    the per-architecture names such as deepseek_mtp are deprecated aliases of mtp, :1246-1250);
+    ngram: {"method": "ngram", "prompt_lookup_min", "prompt_lookup_max"} (:503, :506; min <= max, :1322).
+    """
+    if x.method == DRAFT_MODEL and not x.draft:
+        return None
+    named = x.method in (DRAFT_MODEL, EAGLE3)  # a draft checkpoint or head the engine loads
+    spec: dict = {"method": x.method, **({"model": x.draft} if named else {}), "num_speculative_tokens": x.k}
+    if named:
+        spec["draft_tensor_parallel_size"] = 1 if x.tp == 1 else x.tp
+    elif x.method == NGRAM:
+        hi = x.ngram_max or NGRAM_MAX
+        spec.update(prompt_lookup_min=min(NGRAM_MIN, hi), prompt_lookup_max=hi)
+    if x.heterogeneous and x.method == DRAFT_MODEL:
+        spec["use_heterogeneous_vocab"] = True  # TLI; greedy drafting only (speculative.py:2000-2005)
+    return spec
 
 
 ENGINE = Engine(
@@ -153,6 +192,12 @@ ENGINE = Engine(
     spec_round_overhead_s=(0.775e-3, 84.0e-6),
     spec_round_overhead_source="speculation machinery 0.78 ms + 84 us per sequence per round (vLLM issue #49548: "
                                "K = 0 speculation vs none, TPOT at concurrency 2 and 189)",
+    methods={DRAFT_MODEL: "method draft_model (vllm/config/speculative.py:74-83)",
+             EAGLE3: "method eagle3, the head's repo as model (speculative.py:71-73, :1447-1448)",
+             MTP: "method mtp, the target's own MTP layers (speculative.py:38-69, :1246-1266)",
+             NGRAM: "method ngram, prompt_lookup_min/max (speculative.py:503-508, :1300-1325)"},
+    method_refusals={EARLY_EXIT: "vLLM has no early-exit self-speculation (no such method in "
+                                 "vllm/config/speculative.py:74-83)"},
     bandwidth_efficiency={
         # GPTQ-Marlin GEMV at ~1160 GB/s achieved (vLLM PR #2497, A100 class: ~0.75 of peak)
         "gpu": (0.75, "CUDA weight-only GEMV kernels reach ~0.75 of peak bandwidth (Marlin ~1160 GB/s, vLLM PR #2497)"),

@@ -174,9 +174,9 @@ def _compatible(a: Assessment) -> Result:
     conf = f" (confidence: {v.confidence})" if v.confidence != EXACT else ""
     if v.compatible:
         return Result(d.name, sc.label, COMPATIBLE, PASS, True, True,
-                      f"{engine} runs the plain draft algorithm with {sc.method.label}{conf}")
+                      f"{engine} runs {_algorithm(sc.method.kind)} with {sc.method.label}{conf}")
     fb = a.fallback
-    refused = f"{engine} refuses the plain algorithm: {v.failed_rule} ({v.detail})"
+    refused = f"{engine} refuses {_algorithm(sc.method.kind, 'the plain algorithm')}: {v.failed_rule} ({v.detail})"
     if fb and d.require.allow_fallback:
         return Result(d.name, sc.label, COMPATIBLE, PASS, "fallback", "allow_fallback",
                       f"{refused}; runs with {fb} (allowed by compatible = \"allow_fallback\"){conf}")
@@ -255,3 +255,8 @@ def check(policy: Policy, *, machines: Sequence[str] = (), deployments: Sequence
             assessments.append(a)
             results.extend(judge(a))
     return CheckReport(policy=policy.path, assessments=tuple(assessments), results=tuple(results))
+
+
+def _algorithm(kind: str, plain: str = "the plain draft algorithm") -> str:
+    """How results name the method: a draft model's keeps its wording ('the plain (draft) algorithm')."""
+    return plain if kind == "draft_model" else f"{kind} drafting"

@@ -38,6 +38,8 @@ from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K, JSON_MAX_BYTES
 from ..core.errors import ConfigError, PlannerError, UsageError
 from ..core.quant import parse_scheme
 from ..core.units import parse_bytes, parse_tokens
+from ..drafting import METHODS
+from ..drafting.priors import WORKLOADS
 from ..fits.memory import kv_format
 from .recommend import parse_acceptance
 
@@ -54,7 +56,7 @@ DEPLOYMENT_KEYS = {"name": str, "target": str, "draft": str, "engine": str, "con
                    "kv_dtype": str, "weights_dtype": str, "machine": str, "machines": list, "gpu_memory": (str, int),
                    "gpus": int, "tp": int, "pp": int, "utilization": float, "k": int, "acceptance": (float, str),
                    "profile": (str, dict), "temperature": float, "max_k": int, "require": dict,
-                   "allow_estimates": bool}
+                   "allow_estimates": bool, "method": str, "workload": str}
 DEFAULT_KEYS = {k: v for k, v in DEPLOYMENT_KEYS.items() if k not in ("name", "target", "draft", "require")}
 REQUIRE_KEYS = {"fits": bool, "min_headroom": (str, int), "compatible": (bool, str),
                 "min_speedup": (float, int, str), "max_total_memory": (str, int), "speedup_estimate": str,
@@ -101,6 +103,8 @@ class Deployment:
     require: Requirements = field(default_factory=Requirements)
     # a memory requirement resting on a low-confidence figure (an unknown layout) passes only when set
     allow_estimates: bool = False
+    method: str | None = None  # drafting method (drafting.METHODS); None: a draft model when `draft` is set
+    workload: str | None = None  # chat | code | reasoning: the acceptance priors of n-gram lookup
 
     def profile_for(self, machine: str) -> str | None:
         """The profile measured on `machine` (a table entry), else the deployment-wide one."""
@@ -300,7 +304,8 @@ def _deployment(d: dict[str, Any], origin: str, where: str) -> Deployment:
                           f"(expected k <= max_k).", origin, key="k")
     engine = _checked(origin, where, "engine", lambda: _engine(d.get("engine", AUTO_ENGINE)))
     for key, check in (("kv_dtype", lambda v: _kv(v, engine)), ("weights_dtype", _weights),
-                       ("acceptance", _acceptance)):
+                       ("acceptance", _acceptance), ("method", lambda v: _one_of(v, METHODS, "method")),
+                       ("workload", lambda v: _one_of(v, WORKLOADS, "workload"))):
         if key in d:
             _checked(origin, where, key, lambda check=check, key=key: check(d[key]))
     profile, profiles = _profiles(d.get("profile"), origin, where)
@@ -317,7 +322,7 @@ def _deployment(d: dict[str, Any], origin: str, where: str) -> Deployment:
         gpus=d.get("gpus"), tp=d.get("tp"), pp=d.get("pp"), utilization=d.get("utilization"),
         k=d.get("k"), acceptance=d.get("acceptance"), temperature=float(d.get("temperature", 0.0)),
         profile=profile, profiles=profiles, max_k=d.get("max_k", DEFAULT_MAX_K), require=requirements,
-        allow_estimates=d.get("allow_estimates", False))
+        allow_estimates=d.get("allow_estimates", False), method=d.get("method"), workload=d.get("workload"))
 
 
 def _checked(origin: str, where: str, key: str, fn: Any) -> Any:
@@ -326,6 +331,11 @@ def _checked(origin: str, where: str, key: str, fn: Any) -> Any:
         return fn()
     except PlannerError as e:
         raise ConfigError(f"Cannot use policy '{origin}': {where} {key}: {e}", origin, key=key) from e
+
+
+def _one_of(value: str, allowed: Any, what: str) -> None:
+    if value not in allowed:
+        raise UsageError(f"Cannot use {what} '{value}': expected one of {', '.join(allowed)}.")
 
 
 def _engine(name: str) -> str:

@@ -21,7 +21,7 @@ from .. import engines
 from ..core.constants import DEFAULT_MAX_K
 from ..core.errors import MachineError, PlannerError, UsageError
 from ..core.spec import ModelSpec
-from ..drafting import Compatibility, DraftingMethod, DraftModel
+from ..drafting import Compatibility, DraftingMethod, DraftModel, self_drafting
 from ..fits import fit
 from ..fits.machine import Machine
 from ..fits.memory import Settings
@@ -251,7 +251,8 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
               measured_acceptance: dict[str, acc.Acceptance] | None = None, k_max: int = DEFAULT_MAX_K,
               kv_dtypes: Sequence[str] | None = None, utilization: float | None = None,
               temperature: float = 0.0, weights_dtype: str | None = None, k_fixed: int | None = None,
-              draft_weights_dtype: str | None = None, batches: Sequence[int] | None = None) -> Recommendation:
+              draft_weights_dtype: str | None = None, batches: Sequence[int] | None = None,
+              workload: str | None = None, methods: Sequence[str] | None = None) -> Recommendation:
     """Rank candidate drafts x KV dtype on `machine` and pick one, or none.
 
     Args:
@@ -265,6 +266,8 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
             weights_dtype, --draft-weights-dtype, wins for its model).
         k_fixed: judge every plan at this K (the one you deploy) instead of the best K.
         batches: concurrencies to price every usable plan at (a `--batch` list; roofline costs only).
+        workload: chat | code | reasoning, for the acceptance priors of n-gram lookup (and others).
+        methods: drafting kinds to consider (default: every kind; with `candidates`, only those drafts).
 
     Raises:
         MachineError: roofline needed but the machine has no bandwidth figure.
@@ -287,6 +290,10 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
         cands = catalog_candidates(target, family, draft_weights_dtype)
         if not cands:
             notes.append(f"no catalog draft shares this target's tokenizer ({how}); pass --candidates")
+    if candidates is None or methods:  # heads, MTP, n-gram, early exit: no checkpoint from the user
+        own, left = self_drafting(target, engine, workload=workload, kinds=methods)
+        cands = [c for c in cands if not methods or c.kind in methods] + own
+        notes += left
     launch_in = engines.LaunchInput(target=target_ref, draft=None, k=1, context=context, tp=layout.tp, pp=layout.pp,
                                     temperature=temperature, batch=batch, weights_quant=weights_dtype,
                                     gpu_memory_utilization=utilization,

@@ -17,7 +17,7 @@ from .. import engines
 from ..core import paths
 from ..core.errors import ConfigError, MachineError, PlannerError
 from ..core.spec import ModelSpec
-from ..drafting import DraftingMethod, DraftModel
+from ..drafting import DraftingMethod, DraftModel, make_method
 from ..fits import fit
 from ..fits.machine import Machine, custom_gpu, with_overrides
 from ..fits.machine_lookup import get_machine
@@ -130,12 +130,20 @@ def scenarios(d: Deployment, machines: Sequence[Machine], *, base: str | Path = 
     t_ref = _ref(d.target, base)
     target = _load(t_ref, d, "target", cache, origin)
     d_ref = _ref(d.draft, base) if d.draft else None
-    method = DraftModel(_load(d_ref, d, "draft", cache, origin), d_ref) if d_ref else None
+    if d.method is not None:  # eagle3, mtp, ngram, early_exit (or draft_model named so)
+        try:
+            method: DraftingMethod | None = make_method(d.method, target, d_ref, workload=d.workload)
+        except PlannerError as e:
+            raise ConfigError(f"Cannot check deployment '{d.name}' of '{origin}' (method '{d.method}'): {e}", origin,
+                              key="method") from e
+    else:
+        method = DraftModel(_load(d_ref, d, "draft", cache, origin), d_ref) if d_ref else None
     k_rows = (d.k or d.max_k) if method is not None else 0
     given = given_acceptance(d, Path(origin).name)
     out = []
     for m in machines:
-        gguf = target.source == "gguf" or (method is not None and method.resident_model().source == "gguf")
+        resident = method.resident_model() if method is not None else None  # None: n-gram lookup
+        gguf = target.source == "gguf" or (resident is not None and resident.source == "gguf")
         engine = d.engine if d.engine != AUTO_ENGINE else engines.default_engine(m.kind, gguf=gguf)
         s = Settings(context=d.context, batch=d.batch, engine=engine, kv_dtype=d.kv_dtype,
                      weights_dtype=d.weights_dtype, spec_tokens=k_rows)

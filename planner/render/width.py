@@ -16,7 +16,7 @@ from typing import Any
 from ..core.fmt import tabulate
 
 MIN_WIDTH = 80  # narrower terminals get 80-column text (and scroll)
-MAX_WORD = 30  # a table cell's word longer than this may be broken (a long id or JSON)
+MAX_WORD = 24  # a table cell's word longer than this may be broken (a long id or JSON)
 _wide = False
 
 
@@ -142,13 +142,19 @@ def table(rows: list[list[Any]], headers: list[str], *, shrink: tuple[int, ...] 
                                                                     default=0) for r in rows])
                for i in range(len(headers))]
     limits: list[int | None] = [None] * len(headers)
-    for i in shrink:
+    for _ in range(3):  # a wrapped header or cell can re-widen a column by its padding: measure again
+        for i in shrink:
+            if over <= 0:
+                break
+            # never narrower than the column's longest word: tabulate would break it mid-word
+            word = max((len(w) for r in [headers, *rows] for w in str(r[i]).split()), default=0)
+            now = limits[i] if limits[i] is not None else natural[i]
+            cut = min(over, max(now - max(floor, min(word, MAX_WORD)), 0))
+            if cut:
+                limits[i] = now - cut
+                over -= cut
+        text = tabulate(rows, headers=headers, maxcolwidths=limits, maxheadercolwidths=limits, **kwargs)
+        over = max((len(line) for line in text.splitlines()), default=0) - width()
         if over <= 0:
             break
-        # never narrower than the column's longest word: tabulate would break it mid-word
-        word = max((len(w) for r in [headers, *rows] for w in str(r[i]).split()), default=0)
-        cut = min(over, max(natural[i] - max(floor, min(word, MAX_WORD)), 0))
-        if cut:
-            limits[i] = natural[i] - cut
-            over -= cut
-    return tabulate(rows, headers=headers, maxcolwidths=limits, maxheadercolwidths=limits, **kwargs)
+    return text

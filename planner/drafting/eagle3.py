@@ -1,0 +1,84 @@
+"""EAGLE-3: a one-layer head trained for one target drafts from the target's own hidden states.
+
+Resident: the head without its embedding (shared with the target, heads.py), its one layer's KV
+cache and activations. Compatible where the engine serves EAGLE-3 (Engine.methods) and the head
+was trained for this target: the base model it names, the target's hidden size (fc reads three of
+its hidden states) and vocabulary (d2t/t2d map into it). Cost per drafted token: one forward of
+the head (one decoder layer + the draft-vocabulary lm_head) on the deployment context,
+each step with the engine's per-forward overhead as a draft model's step pays it (engines/*.py
+forward_overhead_s): vLLM PR #16937 measured 133 -> 220 tok/s on an H100 at K = 2, which leaves
+0.7-2 ms per drafted token for any acceptance length of 2.0-2.6 once the ~7.7 ms verify forward is
+paid, far above the head's 0.3 ms weight read. Chains only (top-k 1): the engines' tree drafting
+is not modelled. Acceptance prior: published EAGLE-3 measurements (catalogs/methods), this target first.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Any
+
+from .. import engines
+from ..core.spec import ModelSpec
+from ..engines.base import EAGLE3, Verdict, method_verdict
+from ..fits.memory import Settings
+from ..speed import acceptance as acc
+from ..speed import roofline
+from ..speed.roofline import MachineLike
+from . import priors
+from .base import Compatibility
+from .heads import Head
+
+KIND = EAGLE3
+
+
+@dataclass(frozen=True)
+class Eagle3:
+    """An EAGLE-3 head (`head.id` is the repo launch commands name) for the workload being planned."""
+
+    head: Head
+    workload: str | None = None
+    kind: str = KIND
+
+    @property
+    def label(self) -> str:
+        return self.head.id
+
+    @property
+    def ref(self) -> str:
+        return self.head.id
+
+    def resident_model(self) -> ModelSpec:
+        return self.head.spec
+
+    def compatibility(self, target: ModelSpec, engine: str, *, context: int | None = None) -> Compatibility:
+        """The engine's support for EAGLE-3, then the head's training target checked against this one."""
+        v = method_verdict(engines.get(engine), KIND)
+        if v.compatible:
+            problem = self.mismatch(target)
+            if problem is not None:
+                v = Verdict(v.engine, False, "head_target", None, problem)
+        return Compatibility(verdict=v, fallback=None, tli_alpha=None, report=None)
+
+    def mismatch(self, target: ModelSpec) -> str | None:
+        """Why the head cannot draft for `target` (hidden size, vocabulary), or None."""
+        h = self.head
+        if h.target_hidden != target.hidden:
+            return (f"head '{h.id}' fuses hidden states of size {h.target_hidden}; the target's hidden size is "
+                    f"{target.hidden} (trained for {', '.join(h.targets) or 'another model'})")
+        if h.vocab != target.vocab:
+            return (f"head '{h.id}' maps drafts into a {h.vocab}-token vocabulary (t2d); the target has "
+                    f"{target.vocab}")
+        return None
+
+    def settings_for(self, s: Settings) -> Settings:
+        # the head keeps its own (16-bit) weights whatever the target's format
+        return replace(s, weights_dtype=None)
+
+    def step_s(self, machine: MachineLike, s: Settings) -> float:
+        return roofline.draft_step_s(self.head.spec, machine, context=s.context, settings=self.settings_for(s))
+
+    def acceptance_prior(self, target: ModelSpec) -> acc.Acceptance:
+        return priors.prior(KIND, workload=self.workload, target=target.id)
+
+    def launch_fields(self) -> dict[str, Any]:
+        return {"draft": self.head.id, "method": KIND, "draft_weights_quant": None}

@@ -1,0 +1,68 @@
+"""n-gram lookup (prompt lookup, vLLM `ngram`, SGLang NGRAM, llama.cpp ngram-simple, transformers
+`prompt_lookup_num_tokens`): the drafts are the tokens that followed the last n-gram where it
+occurred before in the prompt or the output.
+
+Resident: nothing (no weights, no KV; the engines keep the token history they already hold).
+Compatible wherever the engine has an n-gram drafter (Engine.methods); the vocabulary cannot
+differ, the target drafts for itself. Cost per drafted token: CPU work, not a forward: a suffix
+match over the history once per round; NGRAM_TOKEN_S below is assumed, and small beside any
+verify forward. Acceptance: the workload decides it (a code edit, RAG or a summary copies its
+prompt; open chat does not), so the prior is per `--workload` (priors.py), published where a
+measurement exists and assumed (uncertain) elsewhere.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from .. import engines
+from ..core.spec import ModelSpec
+from ..engines.base import NGRAM, method_verdict
+from ..fits.memory import Settings
+from ..speed import acceptance as acc
+from ..speed.roofline import MachineLike
+from . import priors
+from .base import Compatibility
+
+KIND = NGRAM
+# Assumed CPU cost per drafted token: a suffix match over a few thousand history tokens (vLLM's
+# numba KMP proposer, SGLang's C++ trie) costs tens of microseconds per round; 20 us per drafted
+# token (0.1 ms per round at K = 5) is taken. Not measured here; it is small beside t_v(1).
+NGRAM_TOKEN_S = 20e-6
+NGRAM_MAX = 4  # the longest n-gram matched (the printed prompt_lookup_max / size-n)
+
+
+@dataclass(frozen=True)
+class NgramLookup:
+    """n-gram lookup for the workload being planned (`--workload`)."""
+
+    workload: str | None = None
+    kind: str = KIND
+
+    @property
+    def label(self) -> str:
+        return f"ngram ({self.workload or priors.DEFAULT_WORKLOAD})"
+
+    @property
+    def ref(self) -> str | None:
+        return None
+
+    def resident_model(self) -> ModelSpec | None:
+        return None
+
+    def compatibility(self, target: ModelSpec, engine: str, *, context: int | None = None) -> Compatibility:
+        return Compatibility(verdict=method_verdict(engines.get(engine), KIND), fallback=None, tli_alpha=None,
+                             report=None)
+
+    def settings_for(self, s: Settings) -> Settings:
+        return s
+
+    def step_s(self, machine: MachineLike, s: Settings) -> float:
+        return NGRAM_TOKEN_S
+
+    def acceptance_prior(self, target: ModelSpec) -> acc.Acceptance:
+        return priors.prior(KIND, workload=self.workload or priors.DEFAULT_WORKLOAD, target=target.id)
+
+    def launch_fields(self) -> dict[str, Any]:
+        return {"draft": None, "method": KIND, "ngram_max": NGRAM_MAX, "draft_weights_quant": None}
