@@ -23,6 +23,7 @@ from planner.core.errors import ConfigError, UsageError
 from planner.core.spec import MtpSpec
 from planner.drafting import METHODS, EarlyExit, MtpLayers, NgramLookup, heads, priors, self_drafting
 from planner.drafting.eagle3 import Eagle3
+from planner.drafting.mtp import mtp_model
 from planner.engines.base import METHOD_KINDS
 from planner.fits import memory
 from planner.fits.machine_lookup import get_machine
@@ -314,3 +315,14 @@ def test_check_policy_method_and_workload(tmp_path, capsys):
                                            'method = "medusa"\nmachine = "h100-sxm"\n')
     code, _, err = _cli(capsys, "check", "--config", str(tmp_path / "planner.toml"))
     assert code == 2 and "medusa" in err
+
+
+def test_mtp_layers_resize_with_the_weights_dtype_like_the_target():
+    """DeepSeek-V3's MTP layer (13.46B parameters, fp8 as stored) re-sized by --weights-dtype: int4 packs
+    2 parameters per byte plus group scales, so it lands between 0.5 and 0.6 bytes per parameter and
+    below the fp8 copy (a 1-D stand-in tensor would fall back to 16-bit, twice the stored size)."""
+    m = mtp_model(load_spec("deepseek-v3"))
+    params = m.weights.params_total
+    int4 = memory.weights(m, Settings(engine="vllm", weights_dtype="int4"))[0]
+    fp8 = memory.weights(m, Settings(engine="vllm", weights_dtype="fp8"))[0]
+    assert 0.5 * params < int4 < 0.6 * params < fp8 <= m.weights.resident_bytes

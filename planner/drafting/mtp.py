@@ -47,8 +47,19 @@ def mtp_model(target: ModelSpec) -> ModelSpec | None:
     experts = round(m.nbytes * share)
     dt = target.weights.dominant_dtype
     p_experts = round(m.params * share)  # shapes carry parameter counts, so a --weights-dtype re-sizes them
-    tensors = tuple(t for t in (TensorInfo("mtp.experts", (p_experts,), dt, experts, "experts"),
-                                TensorInfo("mtp.layers", (m.params - p_experts,), dt, m.nbytes - experts, "ffn"))
+    h = max(target.hidden, 1)
+
+    def matrix(name: str, params: int, nbytes: int, group: str) -> tuple[TensorInfo, ...]:
+        # rows of `hidden` columns, as the layers' matrices are: a quantiser groups along rows, and a 1-D
+        # vector would fall back to 16-bit; the few parameters past whole rows are kept apart, unquantised
+        rows, rest = divmod(params, h)
+        if not rows:
+            return (TensorInfo(name, (params,), dt, nbytes, group),)
+        main = nbytes * rows * h // params
+        return (TensorInfo(name, (rows, h), dt, main, group),
+                *((TensorInfo(f"{name}.rest", (rest,), dt, nbytes - main, "norm"),) if rest else ()))
+    tensors = tuple(t for t in (*matrix("mtp.experts", p_experts, experts, "experts"),
+                                *matrix("mtp.layers", m.params - p_experts, m.nbytes - experts, "ffn"))
                     if t.nbytes > 0)
     inv = WeightInventory(tensors=tensors, source=m.source, params_total=m.params, params_active=m.params,
                           notes=(f"{m.layers} MTP layer(s), {m.source}; experts share {share:.2f} as the target's",))
