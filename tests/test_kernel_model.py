@@ -6,8 +6,11 @@ r1ptg 2, 3, 4, 5, 3, 4, 4 at n = 2..8 (ggml-metal-ops.cpp ggml_metal_op_mul_mat)
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
+from planner.core.errors import ConfigError
 from planner.fits import memory
 from planner.fits.memory import Settings
 from planner.sources import load_spec
@@ -109,3 +112,18 @@ def test_the_roofline_scales_the_weight_read_by_the_model():
     assert cost.kernel_basis == "model" and "mul_mv_ext" in cost.source
     assert cost.memory_s == pytest.approx((w * r.central + kv + lg) / M4_MAX.bytes_per_s)
     assert cost.seconds_high == pytest.approx((w * r.high + kv + lg) / M4_MAX.bytes_per_s)
+
+
+def test_a_bad_physical_entry_is_one_clear_error(tmp_path, monkeypatch):
+    (tmp_path / "kernels").mkdir()
+    bad = {"backend": "x", "engine": "llama.cpp", "kind": "apple", "alu_key": "fp16", "ranges": {"q8": [1, 8]},
+           "r1ptg": {}, "calibration": [{"machine": "m2-ultra-192gb", "family": "q8", "points": {"2": 1.1},
+                                         "source": "s"}], "source": "s"}
+    (tmp_path / "kernels" / "verify_curves.json").write_text(json.dumps({"curves": [], "physical": [bad]}))
+    monkeypatch.setenv("SPEC_PLANNER_CATALOG", str(tmp_path))
+    kernels._catalog.cache_clear()
+    try:
+        with pytest.raises(ConfigError, match="2 <= first <= last"):
+            kernels.ratio("x", "q8", 2, chip=M2_ULTRA, weights=Weights(Q8_0, 7_000_000_000))
+    finally:
+        kernels._catalog.cache_clear()
