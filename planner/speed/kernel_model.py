@@ -12,14 +12,15 @@ than on an M2 Ultra, and a 4-bit format about twice as fast as Q8_0 on the same 
                                                                  further pass redoes the dequantisation)
   r(n)        = 1 + ((n - 1) x F + (passes(n) - 1) x P) x bw / (ALU x bpw)      for n in the kernel's range
               = r(last) past the range (the matrix kernel the backend switches to costs at least what the
-                vector kernel costs at the switch: the engine switches where they cross)
+                vector kernel costs at the switch: the engine switches where they cross), or 1 for a family
+                marked `flat` there (a float GEMM the roofline's compute term prices; r(last) the high end)
   N weights, bpw bytes per weight (resident weight bytes / parameters), bw the bandwidth the roofline
   streams at, ALU the chip's vector FLOP/s (catalogued) x its issue rate (M3 and later dual-issue),
   passes(n) = ceil(n / r1ptg(n)) from the dispatch.
 
 F (FLOP-equivalents per weight per extra token) and P (per weight per extra pass) are fitted
-by least squares on the published whole-model curves marked `calibrates` (each chip from its catalogue
-entry); each curve's own fit bounds the interval.
+by least squares on the published whole-model curves the entry lists under `calibration` (each chip's
+figures from its catalogue entry); each curve's own fit, and the nominal issue rate, bound the interval.
 """
 
 from __future__ import annotations
