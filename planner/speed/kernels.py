@@ -12,6 +12,11 @@ The ratio multiplies the weight-streaming time of the roofline; several publishe
              names a matrix-kernel switch there: the level stays), `extend` (last slope), or
              `switch` (another curve covers those n)
   central  = median over whole-model curves covering n (op-level curves only widen the interval)
+
+Where the backend has a physical model (speed/kernel_model.py: per-token ALU work next to the weight
+stream, calibrated on these curves) and the chip catalogues its ALU rate, a published curve is used as it
+is only on the chip family and size class it was measured on; elsewhere the model scales it to the chip
+and format (basis "model").
 """
 
 from __future__ import annotations
@@ -27,6 +32,8 @@ from typing import Any
 from ..core import jsonio
 from ..core.constants import catalog_dir
 from ..core.errors import ConfigError
+from . import kernel_model
+from .kernel_model import Chip, Weights
 
 BEYOND = ("hold", "extend", "switch")
 SCOPES = ("model", "op", "bound")
@@ -57,6 +64,8 @@ class Curve:
     model: str
     # what a stand-in family does past the last point (its own kernel may differ there): family -> beyond
     analog_beyond: Mapping[str, str] = field(default_factory=dict)
+    machine_prefix: str = ""  # the catalogue machines of the chip it was measured on ("" : not identified)
+    params_b: float | None = None  # the measured model's size, billions of parameters
 
     def covers(self, n: int, fam: str | None = None) -> bool:
         beyond = self.beyond
@@ -89,7 +98,8 @@ class Ratio:
     central: float
     low: float
     high: float
-    basis: str  # "measured" (a whole-model curve of this family covers n), "op-level", "analog" (a curve of
+    basis: str  # "measured" (a whole-model curve of this family covers n), "model" (the physical model of
+    #             speed/kernel_model.py on this chip and format), "op-level", "analog" (a curve of
     #             another family on the same kernel), "extrapolated" (past every curve's last point: the
     #             interval runs from flat to the held level), "bound" (no measurement: the kernel rule bounds
     #             the cost between flat and one weight read per token), or "none" (roofline alone)
@@ -106,11 +116,13 @@ def family(dominant_dtype: str, scheme_kind: str | None = None) -> str | None:
     return FAMILY_OF_DTYPE.get(dominant_dtype)
 
 
-def ratio(backend: str | None, fam: str | None, n: int, *, measured_only: bool = False) -> Ratio:
+def ratio(backend: str | None, fam: str | None, n: int, *, measured_only: bool = False, chip: Chip | None = None,
+          weights: Weights | None = None) -> Ratio:
     """t_v(n)/t_v(1) for weights of family `fam` on `backend` (FLAT when nothing is published).
 
     `measured_only`: past every curve's last point use that point's level (batched forwards: a kernel
     fed hundreds of token columns is a GEMM whose cost the roofline's FLOP term prices).
+    `chip`, `weights`: the machine and the target's weights, for the physical model where the backend has one.
     """
     if backend is None or fam is None or n <= 1:
         return FLAT
@@ -119,6 +131,10 @@ def ratio(backend: str | None, fam: str | None, n: int, *, measured_only: bool =
         if n <= 1:
             return FLAT
     fam = backend_family(backend, fam)
+    if chip is not None and weights is not None:
+        modelled = physical_ratio(backend, fam, n, chip, weights)
+        if modelled is not None:
+            return modelled
     curves = [c for c in curves_for(backend, fam) if c.covers(n, fam)]
     own = [c for c in curves if fam in c.families]
     if not curves:
@@ -140,6 +156,45 @@ def ratio(backend: str | None, fam: str | None, n: int, *, measured_only: bool =
     central = statistics.median(model) if model else statistics.median(values)
     return Ratio(central, min(values), max(values), "measured" if model else "op-level",
                  tuple(dict.fromkeys(c.source for c in own)))
+
+
+def physical_ratio(backend: str, fam: str, n: int, chip: Chip, w: Weights) -> Ratio | None:
+    """The physical model's r(n), or a same-chip-class published curve (None: no model for this case).
+
+    # same chip family and size class, measured at n: the published curve as it is (basis "measured")
+    # otherwise r(n) of kernel_model.Physical with the pooled fit; each calibration curve's own fit bounds it
+    """
+    cat = _catalog(str(catalog_dir()))
+    key = cat.aliases.get(backend, backend)
+    phys = cat.physical.get(key)
+    alu = chip.alu(phys.alu_key) if phys is not None else None
+    if phys is None or not alu or fam not in phys.ranges:
+        return None
+    same = [c for c in curves_for(backend, fam) if fam in c.families and c.scope == "model" and c.measured_at(n)
+            and kernel_model.same_class(c.machine_prefix, c.params_b, chip, w)]
+    if same:
+        values = [c.ratio(n) for c in same]
+        return Ratio(statistics.median(values), min(values), max(values), "measured",
+                     tuple(f"{c.source} ({c.hardware}: this chip and size class)" for c in same))
+    pooled, own = _fits(str(catalog_dir()), key)
+    central = phys.ratio(n, fam, chip, w, pooled)
+    if central is None:
+        return None
+    # the interval: each calibration curve's own fit, at the chip's issue rate and at its nominal rate
+    values = [v for f in (pooled, *own) for one in (False, True)
+              if (v := phys.ratio(n, fam, chip, w, f, single_issue=one))]
+    low, high = min(values), max(values)
+    if n > phys.ranges[fam][1] and phys.past.get(fam) == "flat":
+        central, low = 1.0, 1.0
+    why = (f"{phys.source}; F {pooled.flop_per_weight:.2f} FLOP/weight/token, P {pooled.pass_flop:.2f} FLOP/weight per "
+           f"second pass, fitted on {pooled.source}; {chip.name}: {chip.bytes_per_s / 1e9:.4g} GB/s, "
+           f"{alu / 1e12:.4g} TFLOP/s ALU x{phys.issue(chip):g} issue, {w.bytes_per_weight:.3f} B/weight")
+    return Ratio(central, low, high, "model", (why,))
+
+
+@lru_cache(maxsize=8)
+def _fits(directory: str, key: str) -> tuple[kernel_model.Fit, tuple[kernel_model.Fit, ...]]:
+    return _catalog(directory).physical[key].fits()
 
 
 def measured_span(backend: str | None, fam: str | None) -> int:
@@ -178,6 +233,7 @@ class _Catalog:
     aliases: Mapping[str, str]
     family_alias: Mapping[str, Mapping[str, str]]
     by_machine: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    physical: Mapping[str, kernel_model.Physical] = field(default_factory=dict)
 
 
 @lru_cache(maxsize=4)
@@ -196,8 +252,9 @@ def _catalog(directory: str) -> _Catalog:
     by_machine = data.get("backend_by_machine_prefix") or {}
     if not isinstance(by_machine, dict):
         raise ConfigError(f"Cannot read '{path}': backend_by_machine_prefix must be an object.", path)
+    phys = [kernel_model.physical(x, str(path)) for x in data.get("physical") or ()]
     return _Catalog(tuple(_curve(x, path, i) for i, x in enumerate(items)), dict(aliases), dict(fam_alias),
-                    {str(k): dict(v) for k, v in by_machine.items()})
+                    {str(k): dict(v) for k, v in by_machine.items()}, {p.backend: p for p in phys})
 
 
 def _curve(item: Any, path: Path, i: int) -> Curve:
@@ -210,7 +267,9 @@ def _curve(item: Any, path: Path, i: int) -> Curve:
                       analog=tuple(item.get("analog", ())), scope=str(item["scope"]),
                       analog_beyond=_analog_beyond(item.get("analog_beyond"), tuple(item.get("analog", ()))),
                       points=tuple(pts), beyond=str(item.get("beyond", "hold")), source=str(item["source"]),
-                      hardware=str(item.get("hardware", "")), model=str(item.get("model", "")))
+                      hardware=str(item.get("hardware", "")), model=str(item.get("model", "")),
+                      machine_prefix=str(item.get("machine_prefix", "")),
+                      params_b=float(item["params_b"]) if item.get("params_b") else None)
     except (KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"Cannot read '{path}': {where}: {e!r} (expected backend, families, scope, points, "
                           f"source).", path, key=where) from e

@@ -263,7 +263,7 @@ def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int,
     lg = logit_bytes(spec, n * batch)
     flops = batch * forward_flops(spec, context, n)
     r = kernel_ratio(spec, s, getattr(machine, "kind", "gpu"), n * batch, measured_only=batch > 1,
-                     machine_name=str(getattr(machine, "name", "")))
+                     machine_name=str(getattr(machine, "name", "")), machine=machine)
     comp_s = flops / peak
     mem_s, mem_lo, mem_hi = ((w * x + kv + lg) / bw for x in (r.central, r.low, r.high))
     beyond = beyond_curve_s(spec, s, machine, n * batch, comp_s) if batch > 1 and r.basis != "none" else 0.0
@@ -308,11 +308,21 @@ def beyond_curve_s(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int
 
 
 def kernel_ratio(spec: ModelSpec, s: Settings, kind: str, n: int, *, measured_only: bool = False,
-                 machine_name: str = "") -> kernels.Ratio:
-    """t_v(n)/t_v(1) of the engine's small-batch kernels on this machine kind for these weights."""
+                 machine_name: str = "", machine: MachineLike | None = None) -> kernels.Ratio:
+    """t_v(n)/t_v(1) of the engine's small-batch kernels on this machine kind for these weights.
+
+    With the machine, a backend's physical model (speed/kernel_model.py) scales the published curves to
+    its bandwidth and ALU rate and to these weights' bytes per weight (resident weight bytes / parameters).
+    """
     backend = kernels.backend_for_machine(engines.get(s.engine).verify_backend.get(kind), machine_name)
     scheme = quant.parse_scheme(s.weights_dtype, group_size=s.group_size).kind if s.weights_dtype else None
-    return kernels.ratio(backend, kernels.family(memory.weights(spec, s)[1], scheme), n, measured_only=measured_only)
+    total, fmt, _ = memory.weights(spec, s)
+    chip = weights = None
+    if machine is not None and spec.params_total > 0:
+        chip = kernels.Chip(machine_name, float(machine.bandwidth_bytes_per_s or 0), dict(machine.peak_flops or {}))
+        weights = kernels.Weights(total / spec.params_total, spec.params_total)
+    return kernels.ratio(backend, kernels.family(fmt, scheme), n, measured_only=measured_only, chip=chip,
+                         weights=weights)
 
 
 def verify_curve(spec: ModelSpec, machine: MachineLike, *, context: int, n_max: int,

@@ -1,0 +1,190 @@
+"""A physical model of small-batch verification on one chip: t_v(n)/t_v(1) from bandwidth, ALU rate and format.
+
+Why: a published curve is one chip and one weight format. llama.cpp's Metal mul_mv_ext
+(ggml-metal.metal kernel_mul_mv_ext_q4_f32_impl) dequantises each weight chunk once per pass and
+dots it with r1ptg token columns, so each extra token costs one FMA and one activation load per
+weight on the ALUs while the weights stream once. That extra is a chip property (ALU FLOP/s next to
+bandwidth) times a format property (weights per byte), which is why Q8_0 grows faster on an M1 Pro
+than on an M2 Ultra, and a 4-bit format about twice as fast as Q8_0 on the same chip:
+
+  t(1)        = N x bpw / bw                                        (the weight stream)
+  t(n) - t(1) = ((n - 1) x F + (passes(n) - 1) x P) x N / ALU   (per-token FMA + activation load; each
+                                                                 further pass redoes the dequantisation)
+  r(n)        = 1 + ((n - 1) x F + (passes(n) - 1) x P) x bw / (ALU x bpw)      for n in the kernel's range
+              = r(last) past the range (the matrix kernel the backend switches to costs at least what the
+                vector kernel costs at the switch: the engine switches where they cross), or 1 for a family
+                marked `flat` there (a float GEMM the roofline's compute term prices; r(last) the high end)
+  N weights, bpw bytes per weight (resident weight bytes / parameters), bw the bandwidth the roofline
+  streams at, ALU the chip's vector FLOP/s (catalogued) x its issue rate (M3 and later dual-issue),
+  passes(n) = ceil(n / r1ptg(n)) from the dispatch.
+
+F (FLOP-equivalents per weight per extra token) and P (per weight per extra pass) are fitted
+by least squares on the published whole-model curves the entry lists under `calibration` (each chip's
+figures from its catalogue entry); each curve's own fit, and the nominal issue rate, bound the interval.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from .. import engines
+from ..core.errors import ConfigError
+from ..fits import machine_lookup
+
+SIZE_CLASS = 2.0  # a published curve stands for models within this factor of its own size
+
+
+@dataclass(frozen=True)
+class Chip:
+    """What the model reads about a machine: its catalogue name, streaming bandwidth and vector ALU rate."""
+
+    name: str
+    bytes_per_s: float  # the bandwidth the roofline streams weights at (peak x the engine's share)
+    flops: Mapping[str, float | None]  # peak FLOP/s by key; a backend's alu_key names its vector ALU rate
+
+    def alu(self, key: str) -> float | None:
+        v = self.flops.get(key)
+        return float(v) if v else None
+
+
+@dataclass(frozen=True)
+class Weights:
+    """The target's resident weights: bytes per weight (the format property) and size class."""
+
+    bytes_per_weight: float
+    params: int
+
+
+@dataclass(frozen=True)
+class Fit:
+    """The fitted constants: F FLOP per weight per extra token, P FLOP per weight per extra pass."""
+
+    flop_per_weight: float
+    pass_flop: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Physical:
+    """One backend's physical small-batch model (catalogs/kernels/verify_curves.json `physical`)."""
+
+    backend: str
+    alu_key: str  # the peak_flops key holding the chip's vector ALU rate
+    ranges: Mapping[str, tuple[int, int]]  # family -> (first n, last n) the vector kernel runs
+    past: Mapping[str, str]  # family -> "hold" (the matrix kernel past the range costs the level at the
+    #                          switch) or "flat" (a float GEMM the roofline's compute term prices; high end held)
+    r1ptg: Mapping[int, int]  # token columns per pass at each n (the dispatch switch)
+    dual_issue: Mapping[str, float]  # machine-name prefix -> instructions issued per cycle (M3 and later: 2)
+    engine: str  # whose bandwidth share the calibration chips stream at
+    kind: str
+    calibration: tuple[tuple[str, str, tuple[tuple[int, float], ...], str], ...]  # (machine, family, points, source)
+    source: str
+
+    def passes(self, n: int) -> int:
+        return math.ceil(n / self.r1ptg.get(n, n))
+
+    def issue(self, chip: Chip) -> float:
+        """Instructions the chip's schedulers issue per cycle where the nominal FLOP/s counts one (dual issue)."""
+        return next((f for prefix, f in self.dual_issue.items() if chip.name.startswith(prefix)), 1.0)
+
+    def ratio(self, n: int, fam: str, chip: Chip, w: Weights, fit: Fit, *, single_issue: bool = False) -> float | None:
+        """r(n) on this chip for these weights (None: the family or n is outside the model).
+
+        The work is per weight, whatever the format: the kernel's dot product runs per dequantised element
+        (so 4-bit weights, 0.5625 B each, pay about twice Q8_0's extra per byte streamed).
+        `single_issue`: the chip's nominal ALU rate even where its schedulers dual-issue (the high end).
+        """
+        span, alu = self.ranges.get(fam), chip.alu(self.alu_key)
+        if span is None or not alu or w.bytes_per_weight <= 0 or n < span[0]:
+            return None
+        alu *= 1.0 if single_issue else self.issue(chip)
+        m = min(n, span[1])
+        bpw = w.bytes_per_weight
+        # r(m) = 1 + ((m - 1) F + (passes(m) - 1) P) bw / (ALU bpw)
+        flop = (m - 1) * fit.flop_per_weight + (self.passes(m) - 1) * fit.pass_flop
+        return 1.0 + flop * chip.bytes_per_s / (alu * bpw)
+
+
+    def fits(self) -> tuple[Fit, tuple[Fit, ...]]:
+        """(the pooled fit, each calibration curve's own fit)."""
+        rows = [self._rows(c) for c in self.calibration]
+        own = tuple(_least_squares(r, src) for r, (_, _, _, src) in zip(rows, self.calibration, strict=True))
+        pooled = _least_squares([x for r in rows for x in r], "; ".join(c[3] for c in self.calibration))
+        return pooled, own
+
+    def _rows(self, cal: tuple[str, str, tuple[tuple[int, float], ...], str]) -> list[tuple[float, float, float]]:
+        """(x1, x2, y) per calibration point: y = r - 1 = F x1 + P x2, x1 = (n-1) g, x2 = (passes-1) g, g = bw / (ALU bpw)."""
+        name, fam, points, _ = cal
+        chip = calibration_chip(name, self.engine, self.kind, self.alu_key)
+        bpw = FAMILY_BPW[fam]
+        lo, hi = self.ranges[fam]
+        alu = (chip.alu(self.alu_key) or 0.0) * self.issue(chip)
+        g = chip.bytes_per_s / (alu * bpw)
+        return [((n - 1) * g, (self.passes(n) - 1.0) * g, r - 1.0)
+                for n, r in points if lo <= n <= hi]
+
+
+# The calibration curves' formats: bytes per weight of one GGUF block (ggml-common.h block_q8_0: 2 + 32 B / 32).
+FAMILY_BPW = {"q8": 34 / 32, "float": 2.0}
+
+
+def calibration_chip(name: str, engine: str, kind: str, alu_key: str) -> Chip:
+    """A calibration machine as the roofline sees it (plan/recommend.roofline_machine): catalogue bandwidth x
+    the engine's bandwidth share, FLOP/s x its compute share."""
+    m = machine_lookup.get_machine(name)
+    e = engines.get(engine)
+    share = e.bandwidth_efficiency.get(kind, (1.0, ""))[0]
+    compute = e.compute_efficiency.get(kind, (1.0, ""))[0]
+    alu = m.peak_flops.get(alu_key)
+    if not m.bandwidth_bytes_per_s or not alu:
+        raise ConfigError(f"Cannot calibrate the kernel model on '{name}': it catalogues no bandwidth or "
+                          f"{alu_key} FLOP/s.")
+    return Chip(name, float(m.bandwidth_bytes_per_s) * share, {alu_key: float(alu) * compute})
+
+
+def _least_squares(rows: Sequence[tuple[float, float, float]], source: str) -> Fit:
+    """y = F x1 + P x2 by least squares (normal equations); P = 0 when no point has a second pass."""
+    s11 = sum(a * a for a, _, _ in rows)
+    s12 = sum(a * b for a, b, _ in rows)
+    s22 = sum(b * b for _, b, _ in rows)
+    s1y = sum(a * y for a, _, y in rows)
+    s2y = sum(b * y for _, b, y in rows)
+    det = s11 * s22 - s12 * s12
+    if s11 <= 0:
+        raise ConfigError(f"Cannot calibrate the kernel model: no calibration point in the kernel's range ({source}).")
+    if s22 <= 0 or abs(det) < 1e-18 * max(s11 * s22, 1e-300):
+        return Fit(s1y / s11, 0.0, source)
+    return Fit((s1y * s22 - s2y * s12) / det, max((s11 * s2y - s12 * s1y) / det, 0.0), source)
+
+
+def physical(item: Mapping[str, object], path: str) -> Physical:
+    """One `physical` entry of the catalogue, checked."""
+    try:
+        ranges = {str(k): (int(v[0]), int(v[1])) for k, v in dict(item["ranges"]).items()}  # type: ignore[arg-type]
+        r1 = {int(k): int(v) for k, v in dict(item["r1ptg"]).items()}  # type: ignore[arg-type]
+        past = {str(k): str(v) for k, v in dict(item.get("past") or {}).items()}  # type: ignore[arg-type]
+        issue = {str(k): float(v) for k, v in dict(item.get("dual_issue") or {}).items()}  # type: ignore[arg-type]
+        cal = tuple((str(c["machine"]), str(c["family"]),
+                     tuple(sorted((int(n), float(r)) for n, r in dict(c["points"]).items())), str(c["source"]))
+                    for c in item["calibration"])  # type: ignore[union-attr]
+        p = Physical(backend=str(item["backend"]), alu_key=str(item["alu_key"]), ranges=ranges, past=past, r1ptg=r1, dual_issue=issue,
+                     engine=str(item["engine"]), kind=str(item["kind"]), calibration=cal, source=str(item["source"]))
+    except (KeyError, TypeError, ValueError, IndexError) as e:
+        raise ConfigError(f"Cannot read '{path}': physical: {e!r} (expected backend, alu_key, ranges, r1ptg, "
+                          f"engine, kind, calibration, source).", path, key="physical") from e
+    if (not cal or any(f not in FAMILY_BPW for _, f, _, _ in cal) or any(lo < 2 or hi < lo for lo, hi in ranges.values())
+            or any(v not in ("hold", "flat") for v in past.values()) or any(not 1 <= v <= 4 for v in issue.values())):
+        raise ConfigError(f"Cannot read '{path}': physical {p.backend}: expected calibration curves of "
+                          f"{sorted(FAMILY_BPW)}, ranges 2 <= first <= last and past in (hold, flat).", path,
+                          key="physical")
+    return p
+
+
+def same_class(machine_prefix: str, params_b: float | None, chip: Chip, w: Weights) -> bool:
+    """A published curve stands for this chip and model: same chip family, size within SIZE_CLASS."""
+    if not machine_prefix or not params_b or not chip.name.startswith(machine_prefix):
+        return False
+    ratio = w.params / (params_b * 1e9)
+    return 1 / SIZE_CLASS <= ratio <= SIZE_CLASS
