@@ -4,7 +4,9 @@ Resident: the whole draft checkpoint (weights, its own KV cache, activations). C
 the engine's draft check passes (engines/*.py `pair_rule`), or through the engine's heterogeneous-
 vocabulary fallback (vLLM TLI, transformers UAG), whose published acceptance caps the prior.
 Cost per drafted token: one forward of the draft. Acceptance prior: the published pairs of the two
-families (catalogs/pairs), else the family default (speed/acceptance.py).
+families (catalogs/pairs), else the family default, each normalised to reference conditions and moved
+by this pair's draft size, instruct/base match, draft format, workload and temperature
+(speed/acceptance_prior.py, catalogs/acceptance.json).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from ..core.spec import ModelSpec
 from ..fits.memory import Settings
 from ..pairing import pair as pairing
 from ..speed import acceptance as acc
+from ..speed import acceptance_prior
 from ..speed import roofline
 from ..speed.roofline import MachineLike
 from .base import Compatibility
@@ -32,6 +35,8 @@ class DraftModel:
     ref: str
     weights_dtype: str | None = None  # --draft-weights-dtype: the draft's own format (None: as the target's)
     kind: str = KIND
+    workload: str | None = None  # --workload chat | code | reasoning (None: chat, as the catalogued prompts)
+    temperature: float | None = None  # sampling temperature (None: greedy or the engine default)
 
     @property
     def label(self) -> str:
@@ -62,7 +67,9 @@ class DraftModel:
         return roofline.draft_step_s(self.spec, machine, context=s.context, settings=self.settings_for(s))
 
     def acceptance_prior(self, target: ModelSpec) -> acc.Acceptance:
-        return acc.prior_for(target.family, self.spec.family)
+        cond = acceptance_prior.conditions_for(target, self.spec, draft_quant=self.weights_dtype,
+                                               workload=self.workload, temperature=self.temperature)
+        return acceptance_prior.prior(target.family, self.spec.family, cond)
 
     def launch_fields(self) -> dict[str, Any]:
         return {"draft": self.ref, "draft_weights_quant": self.weights_dtype}
