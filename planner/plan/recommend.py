@@ -22,6 +22,7 @@ from ..core.constants import CPU_MATMUL_EFFICIENCY, DEFAULT_MAX_K
 from ..core.errors import MachineError, PlannerError, UsageError
 from ..core.spec import ModelSpec
 from ..drafting import Compatibility, DraftingMethod, DraftModel
+from ..drafting.draft_model import conditioned
 from ..fits import fit
 from ..fits.machine import Machine
 from ..fits.memory import Settings
@@ -337,7 +338,7 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
                 curves[key] = roofline.verify_costs(target, roof, context=s.context, n_max=k_max + 1, settings=s)
             return roofline_verify(curves[key], method.step_s(roof, s), roof.name, s)
     options = []
-    for method in cands:
+    for method in conditioned(cands, temperature=temperature):
         compat = method.compatibility(target, engine, context=context)
         alpha = acceptance_for(target, method, given=given_acceptance,
                                measured=(measured_acceptance or {}).get(method.label), tli=compat.tli_alpha)

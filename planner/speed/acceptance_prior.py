@@ -103,9 +103,10 @@ def prior(target_family: str | None, draft_family: str | None, c: Conditions, *,
 
 def conditions_for(target: ModelSpec, draft: ModelSpec, *, draft_quant: str | None = None,
                    workload: str | None = None, temperature: float | None = None) -> Conditions:
-    """The conditions of a planned pair, from the specs as loaded (size from the header, style from the id)."""
-    return Conditions(draft_params=draft.params_total or None, target_instruct=instruct_style(target.id),
-                      draft_instruct=instruct_style(draft.id), draft_quant=draft_quant, workload=workload,
+    """The conditions of a planned pair, from the specs as loaded (size from the header, instruct/base as
+    the source decided it: ModelSpec.instruct, the same flag pairing/advice.py warns on)."""
+    return Conditions(draft_params=draft.params_total or None, target_instruct=_spec_style(target),
+                      draft_instruct=_spec_style(draft), draft_quant=draft_quant, workload=workload,
                       temperature=temperature)
 
 
@@ -140,6 +141,10 @@ def instruct_style(name: str) -> bool | None:
     if _BASE.search(name):
         return False
     return True if _INSTRUCT.search(name) else None
+
+
+def _spec_style(spec: ModelSpec) -> bool | None:
+    return None if spec.instruct is None else bool(spec.instruct)
 
 
 def quant_from_name(name: str) -> str | None:
