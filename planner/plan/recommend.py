@@ -225,7 +225,7 @@ def acceptance_for(target: ModelSpec, method: DraftingMethod, *, given: acc.Acce
     a vocabulary translation (TLI) caps it at the published acceptance for that overlap."""
     a = measured or given or method.acceptance_prior(target)
     if tli is not None and tli < a.alpha:
-        lo = min(a.low, tli)
+        lo = max(0.0, min(a.low, tli - 0.1))  # one published pair per overlap: +/- 0.1 around it
         a = acc.Acceptance(alpha=tli, low=lo, high=max(tli, min(a.high, tli + 0.1)),
                            given=f"{a.given}; capped by TLI at this vocabulary overlap",
                            source=f"{a.source}; published TLI acceptance (catalogs/heterogeneous_vocab.json)")
