@@ -110,6 +110,7 @@ def test_family_without_a_pair_borrows_same_family_values_wider():
     ("double7/vicuna-68m (FP16)", 68_000_000, True, "fp16"),
     ("Llama-3.2-1B-Instruct 4-bit (MLX)", 1_000_000_000, True, "int4"),
     ("Qwen2.5-Coder-32B-Instruct Q4_K_L (GGUF)", 32_000_000_000, True, "q4_k"),
+    ("Qwen2.5-1.5B-Instruct 4-bit (MLX; reported as '1B')", 1_500_000_000, True, "int4"),
 ])
 def test_names_parse(name, params, instruct, quant):
     assert ap.params_from_name(name) == params

@@ -128,11 +128,12 @@ _QUANTS = (("q8_0", r"q8_0|8-?bit"), ("q6_k", r"q6_k"), ("q5_k", r"q5_k"), ("q5_
 
 
 def params_from_name(name: str) -> int | None:
-    """'Qwen2.5-0.5B-Instruct' -> 500_000_000, 'vicuna-68m' -> 68_000_000; the last size named (a draft's)."""
+    """'Qwen2.5-0.5B-Instruct' -> 500_000_000, 'vicuna-68m' -> 68_000_000; the first size named (later
+    ones are asides: 'Qwen3-0.6B (also 1.7B, 4B)')."""
     found = _SIZE.findall(name.split("/")[-1] if "/" in name else name)
     if not found:
         return None
-    value, unit = found[-1]
+    value, unit = found[0]
     return int(float(value) * (1e9 if unit.lower() == "b" else 1e6))
 
 
