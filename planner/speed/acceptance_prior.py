@@ -89,7 +89,8 @@ def prior(target_family: str | None, draft_family: str | None, c: Conditions, *,
     entries = acc.load_pairs() if pairs is None else tuple(pairs)
     tf, df = acc.lineage(target_family), acc.lineage(draft_family)
     exact = [e for e in entries if acc.lineage(e.target_family) == tf and acc.lineage(e.draft_family) == df]
-    pool, label, extra = _normalised(exact, t), f"{len(exact)} published {target_family} + {draft_family}", 0.0
+    pool, extra = _normalised(exact, t), 0.0
+    label = f"{len(pool)} published {target_family} + {draft_family}"
     if not (tf and df and pool) and tf and tf == df:
         same = [e for e in entries if acc.lineage(e.target_family) == acc.lineage(e.draft_family)]
         pool, extra = _normalised(same, t), float(t["interval"]["no_pair_widen"])
