@@ -174,5 +174,8 @@ def test_quantised_target_on_cpu_verification_is_compute_bound():
     assert cpu.plans[0].k == 1 and all(a > b for a, b in itertools.pairwise(curve))
     assert curve[3] < 1.0  # K=4 is slower than plain decoding there
     gpu = P.recommend(t, t.id, get_machine("rtx-4090"), engine="llama.cpp", context=4096, weights_dtype="q4_k")
+    assert gpu.plans[0].k > 1
+    at2 = P.recommend(t, t.id, get_machine("rtx-4090"), engine="llama.cpp", context=4096, weights_dtype="q4_k",
+                      k_fixed=2)
     # k-quant MMVQ: t_v(3)/t_v(1) = 1.26 on the weight read (PR #5434, RTX 3090); the KV read is unscaled
-    assert gpu.plans[0].k > 1 and 1.1 < gpu.plans[0].prediction.verify_ratio < 1.26
+    assert at2.plans[0].k == 2 and 1.1 < at2.plans[0].prediction.verify_ratio < 1.26

@@ -201,9 +201,9 @@ DRAFT_RATIO_BAD = 0.5
 # --- speed model: roofline overhead and acceptance priors (planner/speed/roofline.py, acceptance.py) ---
 # Per-forward engine overheads: Engine.forward_overhead_s in planner/engines/<engine>.py.
 # Acceptance priors (alpha, low, high) when the pairs catalog has nothing usable for a family pair.
-PRIOR_SAME_FAMILY = (0.7, 0.5, 0.9)
+PRIOR_SAME_FAMILY = (0.75, 0.5, 0.95)
 PRIOR_SAME_FAMILY_SOURCE = ("assumed: same-family default; the bundled catalogs/pairs same-family "
-                            "measurements convert to alpha between about 0.58 and 0.89")
+                            "measurements convert to alpha between about 0.58 and 0.91")
 PRIOR_CROSS_FAMILY = (0.3, 0.05, 0.65)
 PRIOR_CROSS_FAMILY_SOURCE = ("assumed: cross-family pairs need a vocabulary translation; published TLI "
                              "acceptance fell from ~0.80 at 100% vocabulary overlap to 0.25 at 79.8% and 0.15 "

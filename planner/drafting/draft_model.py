@@ -4,11 +4,14 @@ Resident: the whole draft checkpoint (weights, its own KV cache, activations). C
 the engine's draft check passes (engines/*.py `pair_rule`), or through the engine's heterogeneous-
 vocabulary fallback (vLLM TLI, transformers UAG), whose published acceptance caps the prior.
 Cost per drafted token: one forward of the draft. Acceptance prior: the published pairs of the two
-families (catalogs/pairs), else the family default (speed/acceptance.py).
+families (catalogs/pairs), else the family default, each normalised to reference conditions and moved
+by this pair's draft size, instruct/base match, draft format, workload and temperature
+(speed/acceptance_prior.py, catalogs/acceptance.json).
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -17,7 +20,7 @@ from ..core.spec import ModelSpec
 from ..fits.memory import Settings
 from ..pairing import pair as pairing
 from ..speed import acceptance as acc
-from ..speed import roofline
+from ..speed import acceptance_prior, roofline
 from ..speed.roofline import MachineLike
 from .base import Compatibility
 
@@ -32,6 +35,8 @@ class DraftModel:
     ref: str
     weights_dtype: str | None = None  # --draft-weights-dtype: the draft's own format (None: as the target's)
     kind: str = KIND
+    workload: str | None = None  # --workload chat | code | reasoning (None: chat, as the catalogued prompts)
+    temperature: float | None = None  # sampling temperature (None: greedy or the engine default)
 
     @property
     def label(self) -> str:
@@ -43,16 +48,19 @@ class DraftModel:
     def compatibility(self, target: ModelSpec, engine: str, *, context: int | None = None) -> Compatibility:
         """The pair report's verdict for `engine`; a refusal with a fallback carries TLI's acceptance cap.
 
-        A same-tokenizer pair refused only over embedding padding maps ids one to one under TLI: no cap.
+        The cap is the number `planner pair` prints for the pair (heterogeneous.tli_acceptance), applied
+        whenever the engine needs the fallback, same tokenizer included: vLLM PR #38174 measured 0.61 for
+        Qwen2.5-7B + Qwen2.5-0.5B (overlap 0.998, refused only over embedding padding) on the TLI path,
+        against 0.80 for a same-vocabulary Llama pair on the plain path.
         """
         report = pairing.pair(target, self.spec, context=context)
         verdict = report.verdicts[engines.canonical(engine)]
         refused = not verdict.compatible
         fallback = verdict.fallback if refused and engines.get(engine).heterogeneous_fallback else None
         tli = None
-        if (refused and report.same_tokenizer is not True and report.heterogeneous
-                and report.heterogeneous.tli_acceptance):
-            tli = report.heterogeneous.tli_acceptance.value
+        if fallback and report.heterogeneous and report.heterogeneous.tli_acceptance:
+            est = report.heterogeneous.tli_acceptance
+            tli = est.value if est.value is not None else est.upper  # below the measured range: its bound
         return Compatibility(verdict=verdict, fallback=fallback, tli_alpha=tli, report=report)
 
     def settings_for(self, s: Settings) -> Settings:
@@ -62,7 +70,17 @@ class DraftModel:
         return roofline.draft_step_s(self.spec, machine, context=s.context, settings=self.settings_for(s))
 
     def acceptance_prior(self, target: ModelSpec) -> acc.Acceptance:
-        return acc.prior_for(target.family, self.spec.family)
+        cond = acceptance_prior.conditions_for(target, self.spec, draft_quant=self.weights_dtype,
+                                               workload=self.workload, temperature=self.temperature)
+        return acceptance_prior.prior(target.family, self.spec.family, cond)
 
     def launch_fields(self) -> dict[str, Any]:
         return {"draft": self.ref, "draft_weights_quant": self.weights_dtype}
+
+
+def conditioned(methods: Sequence[Any], *, temperature: float | None = None,
+                workload: str | None = None) -> list[Any]:
+    """The methods with every draft model told the sampling temperature and workload its acceptance
+    prior depends on (a value the draft already carries wins); other methods unchanged."""
+    return [replace(m, temperature=m.temperature if m.temperature is not None else temperature,
+                    workload=m.workload or workload) if isinstance(m, DraftModel) else m for m in methods]

@@ -22,6 +22,7 @@ from ..core.constants import DEFAULT_MAX_K
 from ..core.errors import MachineError, PlannerError, UsageError
 from ..core.spec import ModelSpec
 from ..drafting import Compatibility, DraftingMethod, DraftModel, self_drafting
+from ..drafting.draft_model import conditioned
 from ..fits import fit
 from ..fits.machine import Machine
 from ..fits.memory import Settings
@@ -187,7 +188,7 @@ def acceptance_for(target: ModelSpec, method: DraftingMethod, *, given: acc.Acce
     a vocabulary translation (TLI) caps it at the published acceptance for that overlap."""
     a = measured or given or method.acceptance_prior(target)
     if tli is not None and tli < a.alpha:
-        lo = min(a.low, tli)
+        lo = max(0.0, min(a.low, tli - 0.1))  # one published pair per overlap: +/- 0.1 around it
         a = acc.Acceptance(alpha=tli, low=lo, high=max(tli, min(a.high, tli + 0.1)),
                            given=f"{a.given}; capped by TLI at this vocabulary overlap",
                            source=f"{a.source}; published TLI acceptance (catalogs/heterogeneous_vocab.json)")
@@ -309,7 +310,7 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
                 curves[key] = roofline.verify_costs(target, roof, context=s.context, n_max=k_max + 1, settings=s)
             return roofline_verify(curves[key], method.step_s(roof, s), roof.name, s)
     options = []
-    for method in cands:
+    for method in conditioned(cands, temperature=temperature, workload=workload):
         compat = method.compatibility(target, engine, context=context)
         alpha = acceptance_for(target, method, given=given_acceptance,
                                measured=(measured_acceptance or {}).get(method.label), tli=compat.tli_alpha)

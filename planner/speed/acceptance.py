@@ -268,14 +268,20 @@ def prior_for(target_family: str | None, draft_family: str | None, *,
 # Fine-tunes keep their base model's tokenizer and drafting behaviour is closest to that lineage:
 # Qwen2.5-Coder-32B and a Qwen2.5 0.5B draft are a same-family pair (catalog family tags add a suffix).
 _LINEAGE_SUFFIX = re.compile(r"-(coder|math|instruct|chat|base|it|vl)$")
+# Distillations named after their teacher keep the student base's tokenizer: DeepSeek-R1-Distill-Qwen-*
+# are Qwen2.5 checkpoints (vocab 151,936 ids, Qwen2.5 merges), R1-Distill-Llama-* are Llama 3.x.
+_LINEAGE_ALIAS = {"deepseek-r1-distill-qwen": "qwen2.5", "deepseek-r1-distill-llama": "llama3"}
 
 
-def _norm(name: str | None) -> str:
-    """A family tag reduced to its lineage: 'qwen2.5-coder' -> 'qwen2.5'."""
+def lineage(name: str | None) -> str:
+    """A family tag reduced to its lineage: 'qwen2.5-coder' -> 'qwen2.5', 'deepseek-r1-distill-qwen' -> 'qwen2.5'."""
     key = (name or "").strip().lower()
     while _LINEAGE_SUFFIX.search(key):
         key = _LINEAGE_SUFFIX.sub("", key)
-    return key
+    return _LINEAGE_ALIAS.get(key, key)
+
+
+_norm = lineage
 
 
 def _converted(entries: Sequence[PairEntry]) -> list[tuple[float, PairEntry]]:

@@ -1,0 +1,248 @@
+"""A draft model's acceptance prior that moves with what the published spread moves with.
+
+Why: one alpha per family pair hides the spread users see. In the published sweeps alpha follows
+the draft's own size (0.5B vs 1.5B Qwen2.5 drafts: 0.86 vs 0.92 for a 14B and a 72B target alike),
+drops a little for a base draft of an instruct target, and barely moves with the draft's
+quantisation down to 4 bits. Workload and sampling temperature have no controlled published
+measurement for separate drafts, so they widen the interval instead of moving its centre.
+
+Mechanism (catalogs/acceptance.json holds every number with its source):
+  1. each catalogs/pairs entry's alpha is normalised to the reference conditions (draft at or above
+     the saturation size, matching instruct/base style, FP16 draft, chat, greedy) by removing the
+     adjustments its own conditions imply: a_ref = a - shift(entry);
+  2. the family pair's normalised values are pooled (median), else every same-family value;
+  3. the query's shift is added back: a = median(a_ref) + shift(query), and the interval is
+     a +/- half_width * sqrt(1 + 1/n) (a prediction interval for one new measurement from n),
+     widened on the side each thin adjustment names.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from ..core.constants import PRIOR_CROSS_FAMILY, PRIOR_CROSS_FAMILY_SOURCE, catalog_dir
+from ..core.errors import ConfigError
+from ..core.jsonio import read_json
+from ..core.spec import ModelSpec
+from . import acceptance as acc
+from .model import Acceptance
+
+WORKLOADS = ("chat", "code", "reasoning")
+
+
+@dataclass(frozen=True)
+class Conditions:
+    """What a draft's acceptance depends on; None = not known (no adjustment for it)."""
+
+    draft_params: int | None = None
+    target_instruct: bool | None = None
+    draft_instruct: bool | None = None
+    draft_quant: str | None = None  # planner dtype name: fp16, q8_0, q4_k, int4 ...
+    workload: str | None = None  # chat | code | reasoning (None: chat, the catalogued prompts)
+    temperature: float | None = None  # None: greedy or engine default, as the catalogued entries
+
+
+@dataclass(frozen=True)
+class Shift:
+    """The adjustments one set of conditions implies: centre delta, extra width each side, why."""
+
+    delta: float = 0.0
+    widen_low: float = 0.0
+    widen_high: float = 0.0
+    notes: tuple[str, ...] = ()
+
+
+def adjustments() -> Mapping[str, Any]:
+    """catalogs/acceptance.json, validated for the keys this module reads.
+
+    Raises:
+        ConfigError: the file is missing a section.
+    """
+    return _adjustments(str(catalog_dir() / "acceptance.json"))
+
+
+def shift(c: Conditions, table: Mapping[str, Any] | None = None) -> Shift:
+    """Sum of the catalogued adjustments for conditions `c` (each one a hand-checkable term)."""
+    t = adjustments() if table is None else table
+    parts = [_size_term(c, t["draft_size"]), _style_term(c, t["style_mismatch"]),
+             _quant_term(c, t["draft_quant"]), _workload_term(c, t["workload"]),
+             _temperature_term(c, t["temperature"])]
+    return Shift(delta=sum(p.delta for p in parts), widen_low=sum(p.widen_low for p in parts),
+                 widen_high=sum(p.widen_high for p in parts), notes=tuple(n for p in parts for n in p.notes))
+
+
+def prior(target_family: str | None, draft_family: str | None, c: Conditions, *,
+          pairs: Sequence[acc.PairEntry] | None = None, table: Mapping[str, Any] | None = None) -> Acceptance:
+    """The acceptance prior for a family pair under conditions `c`, labelled with every term used.
+
+    Example:
+        >>> prior("qwen2.5", "qwen2.5", Conditions(draft_params=494_032_768)).alpha < \\
+        ...     prior("qwen2.5", "qwen2.5", Conditions(draft_params=1_543_714_304)).alpha
+        True
+    """
+    t = adjustments() if table is None else table
+    entries = acc.load_pairs() if pairs is None else tuple(pairs)
+    tf, df = acc.lineage(target_family), acc.lineage(draft_family)
+    exact = [e for e in entries if acc.lineage(e.target_family) == tf and acc.lineage(e.draft_family) == df]
+    pool, extra = _normalised(exact, t), 0.0
+    label = f"{len(pool)} published {target_family} + {draft_family}"
+    if not (tf and df and pool) and tf and tf == df:
+        same = [e for e in entries if acc.lineage(e.target_family) == acc.lineage(e.draft_family)]
+        pool, extra = _normalised(same, t), float(t["interval"]["no_pair_widen"])
+        label = f"family default: no {target_family} pair measured; {len(pool)} same-family"
+    if not (tf and df and pool):
+        a, lo, hi = PRIOR_CROSS_FAMILY
+        what = "unknown family" if not (tf and df) else f"cross-family {target_family} + {draft_family}"
+        return Acceptance(a, lo, hi, given=f"assumed default ({what})", source=PRIOR_CROSS_FAMILY_SOURCE)
+    return _summarise(pool, shift(c, t), float(t["interval"]["half_width"]) + extra, label)
+
+
+def conditions_for(target: ModelSpec, draft: ModelSpec, *, draft_quant: str | None = None,
+                   workload: str | None = None, temperature: float | None = None) -> Conditions:
+    """The conditions of a planned pair, from the specs as loaded (size from the header, instruct/base as
+    the source decided it: ModelSpec.instruct, the same flag pairing/advice.py warns on)."""
+    return Conditions(draft_params=draft.params_total or None, target_instruct=_spec_style(target),
+                      draft_instruct=_spec_style(draft), draft_quant=draft_quant, workload=workload,
+                      temperature=temperature)
+
+
+def conditions_of(entry: acc.PairEntry) -> Conditions:
+    """The conditions of a catalogued entry, parsed from its published model names."""
+    return Conditions(draft_params=params_from_name(entry.draft), target_instruct=instruct_style(entry.target),
+                      draft_instruct=instruct_style(entry.draft), draft_quant=quant_from_name(entry.draft),
+                      temperature=entry.temperature)
+
+
+# --- name parsing (published names: 'Qwen2.5-0.5B-Instruct Q8_0 (GGUF)', 'double7/vicuna-68m') ---
+
+_SIZE = re.compile(r"(?<![\w.])(\d+(?:\.\d+)?)\s*([bm])(?![a-z])", re.IGNORECASE)
+_INSTRUCT = re.compile(r"instruct|-chat\b|-it\b|r1-distill|\bchat\b|vicuna", re.IGNORECASE)
+_BASE = re.compile(r"\bbase\b|-base\b", re.IGNORECASE)
+_QUANTS = (("q8_0", r"q8_0|8-?bit"), ("q6_k", r"q6_k"), ("q5_k", r"q5_k"), ("q5_0", r"q5_0"),
+           ("q4_k", r"q4_k|iq4"), ("q4_0", r"q4_0"), ("int4", r"4-?bit"), ("q3_k", r"q3_k"), ("q2_k", r"q2_k"),
+           ("fp16", r"f16|fp16|bf16"))
+
+
+def params_from_name(name: str) -> int | None:
+    """'Qwen2.5-0.5B-Instruct' -> 500_000_000, 'vicuna-68m' -> 68_000_000; the first size named (later
+    ones are asides: 'Qwen3-0.6B (also 1.7B, 4B)')."""
+    found = _SIZE.findall(name.split("/")[-1] if "/" in name else name)
+    if not found:
+        return None
+    value, unit = found[0]
+    return int(float(value) * (1e9 if unit.lower() == "b" else 1e6))
+
+
+def instruct_style(name: str) -> bool | None:
+    """True for instruct/chat tunes, False for a name that says base, None when the name says neither."""
+    if _BASE.search(name):
+        return False
+    return True if _INSTRUCT.search(name) else None
+
+
+def _spec_style(spec: ModelSpec) -> bool | None:
+    return None if spec.instruct is None else bool(spec.instruct)
+
+
+def quant_from_name(name: str) -> str | None:
+    low = name.lower()
+    return next((q for q, pat in _QUANTS if re.search(pat, low)), None)
+
+
+# --- the terms ------------------------------------------------------------------------------
+
+def _size_term(c: Conditions, t: Mapping[str, Any]) -> Shift:
+    # delta = -per_decade * log10(saturation / draft_params) below the saturation size, 0 above
+    sat, slope = float(t["saturation_params"]), float(t["per_decade"])
+    if not c.draft_params or c.draft_params >= sat:
+        return Shift()
+    d = -slope * math.log10(sat / c.draft_params)
+    return Shift(delta=d, notes=(f"draft {c.draft_params / 1e9:.2g}B under {sat / 1e9:g}B: {d:+.3f}",))
+
+
+def _style_term(c: Conditions, t: Mapping[str, Any]) -> Shift:
+    if c.target_instruct is None or c.draft_instruct is None or c.target_instruct == c.draft_instruct:
+        return Shift()
+    return Shift(delta=float(t["delta"]), widen_low=float(t["widen_low"]), widen_high=float(t["widen_high"]),
+                 notes=(f"instruct/base mismatch: {float(t['delta']):+.2f}, thin evidence (one pair)",))
+
+
+def _quant_term(c: Conditions, t: Mapping[str, Any]) -> Shift:
+    q = (c.draft_quant or "").lower()
+    d, w = float(t["delta"].get(q, 0.0)), float(t["widen_low"].get(q, 0.0))
+    if not (d or w):
+        return Shift()
+    return Shift(delta=d, widen_low=w, notes=(f"draft at {q}: {d:+.3f}, low side -{w:.3f}",))
+
+
+def _workload_term(c: Conditions, t: Mapping[str, Any]) -> Shift:
+    w = t.get(c.workload or "chat")
+    if not w or not (w["delta"] or w["widen_low"] or w["widen_high"]):
+        return Shift()
+    return Shift(delta=float(w["delta"]), widen_low=float(w["widen_low"]), widen_high=float(w["widen_high"]),
+                 notes=(f"workload {c.workload}: no same-pair published acceptance, interval widened",))
+
+
+def _temperature_term(c: Conditions, t: Mapping[str, Any]) -> Shift:
+    if c.temperature is None or c.temperature <= float(t["greedy_max"]):
+        return Shift()
+    s = t["sampling"]
+    return Shift(delta=float(s["delta"]), widen_low=float(s["widen_low"]), widen_high=float(s["widen_high"]),
+                 notes=(f"sampling at temperature {c.temperature:g}: low side widened",))
+
+
+# --- pooling ----------------------------------------------------------------------------------
+
+def _normalised(entries: Sequence[acc.PairEntry], t: Mapping[str, Any]) -> list[tuple[float, acc.PairEntry]]:
+    out = []
+    for e in entries:
+        a = acc.entry_acceptance(e)
+        if a is not None:
+            out.append((a.alpha - shift(conditions_of(e), t).delta, e))
+    return out
+
+
+def _summarise(pool: list[tuple[float, acc.PairEntry]], s: Shift, half_width: float, label: str) -> Acceptance:
+    vals = sorted(a for a, _ in pool)
+    mid = len(vals) // 2
+    median = vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2.0
+    centre = min(0.99, max(0.01, median + s.delta))
+    # prediction interval for a measurement from a new source, n = independent publications pooled
+    # (rows of one sweep share a machine, a tool and prompts): half * sqrt(1 + 1/n)
+    pubs = sorted({source_key(e) for _, e in pool})
+    half = half_width * math.sqrt(1.0 + 1.0 / len(pubs))
+    lo, hi = max(0.0, centre - half - s.widen_low), min(1.0, centre + half + s.widen_high)
+    terms = "; ".join(s.notes) if s.notes else "reference conditions"
+    thin = " (thin evidence: one publication)" if len(pubs) == 1 else ""
+    return Acceptance(alpha=centre, low=min(lo, centre), high=max(hi, centre),
+                      given=f"median of {len(vals)} normalised alpha(s) from {len(pubs)} publication(s) "
+                            f"{median:.3f}; {terms}{thin}",
+                      source=f"catalog: {label} measurement(s), adjusted (catalogs/acceptance.json) "
+                             f"({'; '.join(pubs[:3])}{' ...' if len(pubs) > 3 else ''})")
+
+
+def source_key(entry: acc.PairEntry) -> str:
+    """The publication an entry comes from: its source up to the first space, a GitHub address cut to
+    owner/repo/kind/number, a paper to 'arXiv NNNN' (draftbench's 14B and 72B files are one publication: one machine, one tool)."""
+    words = entry.source.split(" ")
+    if words[0].startswith("https://github.com/"):
+        return "/".join(words[0].split("/")[:7])  # https://github.com/owner/repo/issues/N
+    return words[0] if words[0].startswith("http") else " ".join(words[:2]).rstrip(",;")  # 'arXiv 2607.17283'
+
+
+_SECTIONS = ("draft_size", "style_mismatch", "draft_quant", "workload", "temperature", "interval")
+
+
+@lru_cache(maxsize=2)
+def _adjustments(path: str) -> Mapping[str, Any]:
+    data = read_json(path, what="acceptance adjustments catalog")
+    missing = [k for k in _SECTIONS if not isinstance(data, Mapping) or not isinstance(data.get(k), Mapping)]
+    if missing:
+        raise ConfigError(f"Cannot read acceptance adjustments '{path}': missing section(s) {', '.join(missing)}. "
+                          f"Restore the bundled catalog.", path, key=missing[0])
+    return data
