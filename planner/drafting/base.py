@@ -16,8 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from .. import engines
 from ..core.spec import ModelSpec
-from ..engines.base import Verdict
+from ..engines.base import Verdict, method_verdict
 from ..fits.memory import Settings
 from ..pairing.pair import PairReport
 from ..speed import acceptance as acc
@@ -43,6 +44,13 @@ class Compatibility:
     def runs(self) -> bool:
         """The engine runs it: plainly, or through its fallback."""
         return self.verdict.compatible or self.fallback is not None
+
+
+def engine_support(engine: str, kind: str) -> Compatibility:
+    """Compatibility of a method that pairs nothing with the target (n-gram lookup, early exit): only
+    whether the engine runs that kind of drafting, with its source or the reason it does not."""
+    return Compatibility(verdict=method_verdict(engines.get(engine), kind), fallback=None, tli_alpha=None,
+                         report=None)
 
 
 @runtime_checkable

@@ -16,15 +16,14 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import engines
 from ..core.spec import ModelSpec, WeightInventory
-from ..engines.base import EARLY_EXIT, method_verdict
+from ..engines.base import EARLY_EXIT
 from ..fits.memory import Settings
 from ..speed import acceptance as acc
 from ..speed import roofline
 from ..speed.roofline import MachineLike
 from . import priors
-from .base import Compatibility
+from .base import Compatibility, engine_support
 
 KIND = EARLY_EXIT
 EXIT_SHARE = 4  # L = n_layers // 4 (transformers' LayerSkip example: layer 4 of 16)
@@ -74,8 +73,7 @@ class EarlyExit:
         return first_layers(self.target, self.exit_at, with_weights=False)
 
     def compatibility(self, target: ModelSpec, engine: str, *, context: int | None = None) -> Compatibility:
-        return Compatibility(verdict=method_verdict(engines.get(engine), KIND), fallback=None, tli_alpha=None,
-                             report=None)
+        return engine_support(engine, KIND)
 
     def settings_for(self, s: Settings) -> Settings:
         return s

@@ -16,14 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from .. import engines
 from ..core.spec import ModelSpec
-from ..engines.base import NGRAM, method_verdict
+from ..engines.base import NGRAM
 from ..fits.memory import Settings
 from ..speed import acceptance as acc
 from ..speed.roofline import MachineLike
 from . import priors
-from .base import Compatibility
+from .base import Compatibility, engine_support
 
 KIND = NGRAM
 # Assumed CPU cost per drafted token: a suffix match over a few thousand history tokens (vLLM's
@@ -52,8 +51,7 @@ class NgramLookup:
         return None
 
     def compatibility(self, target: ModelSpec, engine: str, *, context: int | None = None) -> Compatibility:
-        return Compatibility(verdict=method_verdict(engines.get(engine), KIND), fallback=None, tli_alpha=None,
-                             report=None)
+        return engine_support(engine, KIND)
 
     def settings_for(self, s: Settings) -> Settings:
         return s

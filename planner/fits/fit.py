@@ -190,7 +190,7 @@ def fits(devs: Sequence[DeviceFit]) -> bool:
     return all(d.headroom_bytes >= 0 for d in devs)
 
 
-def _last_true(pred, lo: int, hi: int) -> int:
+def last_true(pred, lo: int, hi: int) -> int:
     """Largest n in [lo, hi] with pred(n), given pred(lo) is true and pred is monotone (true then false)."""
     while lo < hi:
         mid = (lo + hi + 1) // 2
@@ -216,7 +216,7 @@ def max_context(p: Problem, *, batch: int | None = None) -> tuple[int, str]:
         return 0, "memory"
     if ok(cap):
         return cap, "model"
-    return _last_true(ok, 1, cap), "memory"
+    return last_true(ok, 1, cap), "memory"
 
 
 def max_batch(p: Problem, *, context: int | None = None) -> int:
@@ -229,7 +229,7 @@ def max_batch(p: Problem, *, context: int | None = None) -> int:
     hi = 1
     while hi < FIT_MAX_BATCH and ok(min(hi * 2, FIT_MAX_BATCH)):
         hi = min(hi * 2, FIT_MAX_BATCH)
-    return _last_true(ok, hi, min(hi * 2, FIT_MAX_BATCH)) if hi < FIT_MAX_BATCH else hi
+    return last_true(ok, hi, min(hi * 2, FIT_MAX_BATCH)) if hi < FIT_MAX_BATCH else hi
 
 
 def headroom(p: Problem) -> int:

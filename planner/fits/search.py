@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from .. import engines
 from ..core.constants import CPU_USABLE_FRACTION
 from ..core.spec import ModelSpec
-from .fit import Layout, Problem, evaluate, fits, max_context
+from .fit import Layout, Problem, evaluate, fits, last_true, max_context
 from .memory import kv_format, kv_per_token
 from .split import host_kv, resident_tensors
 
@@ -190,13 +190,7 @@ def _largest(pred, lo: int, hi: int) -> int | None:
     """Largest n in [lo, hi] with pred(n) for a monotone (true, then false) pred; None if none."""
     if lo > hi or not pred(lo):
         return None
-    while lo < hi:
-        mid = (lo + hi + 1) // 2
-        if pred(mid):
-            lo = mid
-        else:
-            hi = mid - 1
-    return lo
+    return last_true(pred, lo, hi)
 
 
 def _offloads(q: Problem) -> Iterator[tuple[Problem, tuple[str, str]]]:
