@@ -195,6 +195,16 @@ PrefillChunk = Callable[[int, int], int]
 ActivationBytes = Callable[[ModelSpec, int, int, int, bool], int]
 
 
+# Large bf16 GEMMs through cuBLAS/CUTLASS reach 0.75-0.83 of dense tensor peak: FlashAttention-3 740 of
+# 989 TFLOPS fp16 on H100 (arXiv 2407.08608), cuBLAS bf16 8192^3 258 of 312 TFLOPS on A100 (Horace He,
+# "Making Deep Learning Go Brrrr"); fp8 GEMMs ~0.69 (DeepGEMM 1358 of 1979 TFLOPS at M=4096). 0.75 taken,
+# for every engine whose matmuls are those libraries' (vLLM, SGLang, transformers).
+CUDA_GEMM_EFFICIENCY = {
+    "gpu": (0.75, "large GEMMs reach ~0.75 of dense tensor peak (FlashAttention-3 740/989 TFLOPS on H100; "
+                  "cuBLAS bf16 258/312 TFLOPS on A100)"),
+}
+
+
 @dataclass(frozen=True)
 class Engine:
     """Everything the planner knows about one engine, each fact with its source in the engine's file.

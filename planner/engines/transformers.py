@@ -10,7 +10,18 @@ from __future__ import annotations
 
 from ..core.constants import MiB
 from ..core.spec import LayerSpec
-from .base import DRAFT_MODEL, EAGLE3, EARLY_EXIT, MTP, NGRAM, Engine, LaunchInput, Side, Verdict
+from .base import (
+    CUDA_GEMM_EFFICIENCY,
+    DRAFT_MODEL,
+    EAGLE3,
+    EARLY_EXIT,
+    MTP,
+    NGRAM,
+    Engine,
+    LaunchInput,
+    Side,
+    Verdict,
+)
 
 NAME = "transformers"
 
@@ -136,11 +147,7 @@ ENGINE = Engine(
     tp_unsplit_groups=frozenset({"embedding", "norm", "other", "vision"}),
     weights_ladder=("int8", "nf4"),
     verify_backend={"gpu": "torch-cuda"},
-    compute_efficiency={
-        # the same cuBLAS GEMMs as the serving engines: FlashAttention-3 740/989 TFLOPS (H100), cuBLAS bf16
-        # 258/312 TFLOPS (A100, Horace He); 0.75 taken
-        "gpu": (0.75, "cuBLAS GEMMs reach ~0.75 of dense tensor peak (cuBLAS bf16 258/312 TFLOPS on A100)"),
-    },
+    compute_efficiency=CUDA_GEMM_EFFICIENCY,
     methods={DRAFT_MODEL: "generate(assistant_model=...) (generation/utils.py _get_candidate_generator)",
              NGRAM: "generate(prompt_lookup_num_tokens=K) (generation/configuration_utils.py:462, "
                     "candidate_generator.py:1017)",

@@ -14,6 +14,7 @@ import json
 from ..core.constants import MiB
 from ..core.spec import LayerSpec
 from .base import (
+    CUDA_GEMM_EFFICIENCY,
     DRAFT_MODEL,
     EAGLE3,
     EARLY_EXIT,
@@ -179,13 +180,7 @@ ENGINE = Engine(
     kv_suggestion="fp8",
     weights_ladder=("fp8", "int4"),
     verify_backend={"gpu": "cuda-serving"},
-    compute_efficiency={
-        # large bf16 GEMMs reach 0.75-0.83 of dense tensor peak: FlashAttention-3 740 of 989 TFLOPS fp16 on
-        # H100 (arXiv 2407.08608), cuBLAS bf16 8192^3 258 of 312 TFLOPS on A100 (Horace He, "Making Deep
-        # Learning Go Brrrr"); fp8 GEMMs ~0.69 (DeepGEMM 1358 of 1979 TFLOPS at M=4096). 0.75 taken.
-        "gpu": (0.75, "large GEMMs reach ~0.75 of dense tensor peak (FlashAttention-3 740/989 TFLOPS on H100; "
-                      "cuBLAS bf16 258/312 TFLOPS on A100)"),
-    },
+    compute_efficiency=CUDA_GEMM_EFFICIENCY,
     # speculation enabled at K = 0 (drafts switched off by a dynamic schedule) still costs: TPOT 14.374 ->
     # 15.317 ms at concurrency 2 and 77.164 -> 93.820 ms at 189 (vLLM 0.27.1, H100 NVL, gemma-4-31B FP8,
     # issue #49548): slope (16.656 - 0.943) ms / 187 = 84 us per sequence, 0.775 ms fixed, per round

@@ -89,6 +89,13 @@ def measured_acceptance(profile: object | None, method: DraftingMethod) -> acc.A
                           source=f"measured by probe ({a.prompts} prompts)")
 
 
+def scenario_acceptance(sc: Scenario, compat: Compatibility) -> acc.Acceptance:
+    """The scenario's acceptance: its profile's measurement > the policy's `acceptance` > the method's prior
+    (capped by a vocabulary translation's published acceptance when the engine needs one)."""
+    return plan.acceptance_for(sc.target, sc.method, given=sc.given_acceptance,
+                               measured=measured_acceptance(sc.profile, sc.method), tli=compat.tli_alpha)
+
+
 def costs_for(sc: Scenario) -> tuple[Callable[[DraftingMethod, Settings], plan.Costs], int]:
     """(drafting method, settings) -> Costs for this scenario, and the largest K the costs cover.
 
@@ -124,8 +131,7 @@ def assess_speed(sc: Scenario, compat: Compatibility) -> Speed:
     cost_fn, k_top = costs_for(sc)
     d = sc.deployment
     costs = cost_fn(sc.method, sc.settings)
-    alpha = plan.acceptance_for(sc.target, sc.method, given=sc.given_acceptance,
-                                measured=measured_acceptance(sc.profile, sc.method), tli=compat.tli_alpha)
+    alpha = scenario_acceptance(sc, compat)
     if d.k is not None and d.k > len(costs.verify_s) - 1:
         raise UsageError(f"Cannot judge deployment '{d.name}' at k = {d.k} on '{sc.label}': its costs cover "
                          f"K <= {len(costs.verify_s) - 1} (expected k within the profile). Probe with a larger "
@@ -162,9 +168,7 @@ def load_curve(sc: Scenario, peak: int) -> tuple[load.BatchPoint, ...]:
         raise MachineError(f"no roofline for '{sc.label}' under load: the machine has no memory-bandwidth figure "
                            f"(a probe profile measures one sequence only)")
     roof = plan.roofline_machine(m, sc.layout, sc.settings.engine)
-    compat = sc.method.compatibility(sc.target, sc.settings.engine, context=sc.settings.context)
-    alpha = plan.acceptance_for(sc.target, sc.method, given=sc.given_acceptance,
-                                measured=measured_acceptance(sc.profile, sc.method), tli=compat.tli_alpha)
+    alpha = scenario_acceptance(sc, sc.method.compatibility(sc.target, sc.settings.engine, context=sc.settings.context))
     k_max = d.k or d.max_k
     problem = fit.Problem(sc.target, sc.machine, sc.settings, sc.layout, draft=sc.draft,
                           utilization=d.utilization)

@@ -300,11 +300,15 @@ def beyond_curve_s(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int
     small-batch plateau are neither flat nor perfectly overlapped); the low end of the interval keeps the
     overlapped roofline, so the gap between the two is stated, not hidden.
     """
-    backend = kernels.backend_for_machine(engines.get(s.engine).verify_backend.get(getattr(machine, "kind", "gpu")),
-                                          str(getattr(machine, "name", "")))
-    scheme = quant.parse_scheme(s.weights_dtype, group_size=s.group_size).kind if s.weights_dtype else None
-    span = kernels.measured_span(backend, kernels.family(memory.weights(spec, s)[1], scheme))
+    span = kernels.measured_span(*kernel_key(spec, s, getattr(machine, "kind", "gpu"), str(getattr(machine, "name", ""))))
     return comp_s * (rows - span) / rows if rows > span else 0.0
+
+
+def kernel_key(spec: ModelSpec, s: Settings, kind: str, machine_name: str) -> tuple[str | None, str | None]:
+    """(backend, kernel family): which published curves apply to these weights on this engine and machine."""
+    backend = kernels.backend_for_machine(engines.get(s.engine).verify_backend.get(kind), machine_name)
+    scheme = quant.parse_scheme(s.weights_dtype, group_size=s.group_size).kind if s.weights_dtype else None
+    return backend, kernels.family(memory.weights(spec, s)[1], scheme)
 
 
 def kernel_ratio(spec: ModelSpec, s: Settings, kind: str, n: int, *, measured_only: bool = False,
@@ -314,15 +318,13 @@ def kernel_ratio(spec: ModelSpec, s: Settings, kind: str, n: int, *, measured_on
     With the machine, a backend's physical model (speed/kernel_model.py) scales the published curves to
     its bandwidth and ALU rate and to these weights' bytes per weight (resident weight bytes / parameters).
     """
-    backend = kernels.backend_for_machine(engines.get(s.engine).verify_backend.get(kind), machine_name)
-    scheme = quant.parse_scheme(s.weights_dtype, group_size=s.group_size).kind if s.weights_dtype else None
-    total, fmt, _ = memory.weights(spec, s)
+    backend, fam = kernel_key(spec, s, kind, machine_name)
+    total = memory.weights(spec, s)[0]
     chip = weights = None
     if machine is not None and spec.params_total > 0:
         chip = kernels.Chip(machine_name, float(machine.bandwidth_bytes_per_s or 0), dict(machine.peak_flops or {}))
         weights = kernels.Weights(total / spec.params_total, spec.params_total)
-    return kernels.ratio(backend, kernels.family(fmt, scheme), n, measured_only=measured_only, chip=chip,
-                         weights=weights)
+    return kernels.ratio(backend, fam, n, measured_only=measured_only, chip=chip, weights=weights)
 
 
 def verify_curve(spec: ModelSpec, machine: MachineLike, *, context: int, n_max: int,
