@@ -65,6 +65,7 @@ class Machine:
     host_bandwidth_bytes_per_s: int | None = None
     device_names: tuple[str, ...] = field(default=())
     interconnect: tuple[int, float] | None = None  # (bytes/s per rank, seconds per small all-reduce)
+    gpu_cores: int | None = None  # Apple GPU cores: how many threadgroups a tiled matmul needs to fill it
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "peak_flops", MappingProxyType(dict(self.peak_flops)))

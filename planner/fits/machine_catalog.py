@@ -22,7 +22,7 @@ from .machine import FLOP_DTYPES, KINDS, MAX_DEVICES, Device, Machine
 SOURCE_KEYS = ("memory", "bandwidth", "flops")
 REQUIRED_KEYS = ("name", "display_name", "kind", "vendor", "memory_bytes", "devices", "bandwidth_bytes_per_s",
                  "peak_flops", "usable_fraction", "sources")
-OPTIONAL_KEYS = ("device_names", "notes", "interconnect", "host_bandwidth_bytes_per_s")  # host: a sources.host_bandwidth
+OPTIONAL_KEYS = ("device_names", "notes", "interconnect", "host_bandwidth_bytes_per_s", "gpu_cores")  # host: a sources.host_bandwidth
 
 
 def machines_dir() -> Path:
@@ -104,6 +104,12 @@ def validate_entry(entry: Any, origin: str) -> dict[str, Any]:
         _int_field(entry, "host_bandwidth_bytes_per_s", origin)
         if not isinstance(sources.get("host_bandwidth"), str) or not sources["host_bandwidth"].strip():
             raise _bad(origin, "'host_bandwidth_bytes_per_s' needs sources.host_bandwidth", "a string", sources)
+    cores = entry.get("gpu_cores")
+    if cores is not None:
+        if not isinstance(cores, int) or isinstance(cores, bool) or not 0 < cores <= 4096:
+            raise _bad(origin, "'gpu_cores' must be a whole number of GPU cores in 1..4096", "an int", cores)
+        if not isinstance(sources.get("gpu_cores"), str) or not sources["gpu_cores"].strip():
+            raise _bad(origin, "'gpu_cores' needs sources.gpu_cores", "a string", sources)
     names = entry.get("device_names", [])
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise _bad(origin, "'device_names' must be a list of strings", "a list", names)
@@ -128,7 +134,7 @@ def machine_from_entry(entry: Mapping[str, Any], origin: str, kind_of_origin: st
                    device_names=tuple(e.get("device_names", [])),
                    interconnect=(e["interconnect"]["bytes_per_s"], float(e["interconnect"]["latency_s"]))
                    if e.get("interconnect") else None,
-                   host_bandwidth_bytes_per_s=e.get("host_bandwidth_bytes_per_s"))
+                   host_bandwidth_bytes_per_s=e.get("host_bandwidth_bytes_per_s"), gpu_cores=e.get("gpu_cores"))
 
 
 def read_entry(path: str | Path) -> dict[str, Any]:

@@ -36,7 +36,8 @@ def roofline_machine(machine: Machine, layout: fit.Layout, engine: str | None = 
     share, _ = bandwidth_share(engine, machine.kind)
     link, latency = machine.interconnect or (None, 0.0)
     return roofline.Roof(bandwidth_bytes_per_s=machine.bandwidth_bytes_per_s * tp * share, peak_flops=flops,
-                         name=machine.name, kind=machine.kind, tp=tp, link_bytes_per_s=link, link_latency_s=latency)
+                         name=machine.name, kind=machine.kind, tp=tp, link_bytes_per_s=link, link_latency_s=latency,
+                         gpu_cores=machine.gpu_cores)
 
 
 def compute_share(engine: str | None, kind: str) -> tuple[float, str]:
