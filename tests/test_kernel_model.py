@@ -50,7 +50,8 @@ def test_four_bit_on_an_m2_ultra_by_hand_and_held_past_the_switch():
     w = Weights(Q4_0, 70_000_000_000)
     r8 = metal().ratio(8, "legacy", M2_ULTRA, w, FIT)
     assert r8 == pytest.approx(1 + 54 * 680e9 / (27.199488e12 * 0.5625)) and r8 == pytest.approx(3.4000, abs=1e-3)
-    assert metal().ratio(12, "legacy", M2_ULTRA, w, FIT) == r8  # mul_mm past 8: the level at the switch
+    # Physical.ratio itself holds the vector kernels' level past 8; kernels.ratio hands n > 8 to mul_mm
+    assert metal().ratio(12, "legacy", M2_ULTRA, w, FIT) == r8
 
 
 def test_the_same_work_per_weight_costs_twice_per_byte_at_four_bits():
@@ -94,10 +95,13 @@ def test_a_published_curve_stands_only_for_its_own_chip_and_size_class():
     assert m4.basis == "model" and "x2 issue" in m4.sources[0]
 
 
-def test_float_past_the_switch_is_flat_with_the_held_level_as_the_high_end():
-    r = kernels.ratio("llama.cpp-metal", "float", 9, chip=M4_MAX, weights=Weights(F16, 14_000_000_000))
-    held = kernels.ratio("llama.cpp-metal", "float", 8, chip=M4_MAX, weights=Weights(F16, 14_000_000_000))
-    assert (r.central, r.low, r.basis) == (1.0, 1.0, "model") and r.high == held.high
+def test_past_the_switch_the_weights_stream_once_and_the_matrix_kernel_prices_the_rest():
+    # n = 9 runs mul_mm (kernel_model.Matrix): kernels.ratio says "read once", the roofline adds the tiles' FLOPs
+    for fam, w in (("float", F16), ("kquant", 0.606)):
+        r = kernels.ratio("llama.cpp-metal", fam, 9, chip=M4_MAX, weights=Weights(w, 14_000_000_000))
+        assert (r.central, r.low, r.high, r.basis) == (1.0, 1.0, 1.0, "matrix")
+        assert kernels.matrix_kernel("llama.cpp-metal", fam, 9) is metal().matrix
+        assert kernels.matrix_kernel("llama.cpp-metal", fam, 8) is None
 
 
 def test_the_roofline_scales_the_weight_read_by_the_model():

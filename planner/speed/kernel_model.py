@@ -81,6 +81,7 @@ class Physical:
     kind: str
     calibration: tuple[tuple[str, str, tuple[tuple[int, float], ...], str], ...]  # (machine, family, points, source)
     source: str
+    matrix: Matrix | None = None  # the tiled matrix kernel families marked past = "matrix" switch to
 
     def passes(self, n: int) -> int:
         return math.ceil(n / self.r1ptg.get(n, n))
@@ -169,15 +170,19 @@ def physical(item: Mapping[str, object], path: str) -> Physical:
         cal = tuple((str(c["machine"]), str(c["family"]),
                      tuple(sorted((int(n), float(r)) for n, r in dict(c["points"]).items())), str(c["source"]))
                     for c in item["calibration"])  # type: ignore[union-attr]
+        mat = matrix(item["matrix"], path) if item.get("matrix") is not None else None  # type: ignore[arg-type]
         p = Physical(backend=str(item["backend"]), alu_key=str(item["alu_key"]), ranges=ranges, past=past, r1ptg=r1, dual_issue=issue,
-                     engine=str(item["engine"]), kind=str(item["kind"]), calibration=cal, source=str(item["source"]))
+                     engine=str(item["engine"]), kind=str(item["kind"]), calibration=cal, source=str(item["source"]),
+                     matrix=mat)
     except (KeyError, TypeError, ValueError, IndexError) as e:
         raise ConfigError(f"Cannot read '{path}': physical: {e!r} (expected backend, alu_key, ranges, r1ptg, "
                           f"engine, kind, calibration, source).", path, key="physical") from e
     if (not cal or any(f not in FAMILY_BPW for _, f, _, _ in cal) or any(lo < 2 or hi < lo for lo, hi in ranges.values())
-            or any(v not in ("hold", "flat") for v in past.values()) or any(not 1 <= v <= 4 for v in issue.values())):
+            or any(v not in ("hold", "flat", "matrix") for v in past.values())
+            or ("matrix" in past.values() and p.matrix is None) or any(not 1 <= v <= 4 for v in issue.values())):
         raise ConfigError(f"Cannot read '{path}': physical {p.backend}: expected calibration curves of "
-                          f"{sorted(FAMILY_BPW)}, ranges 2 <= first <= last and past in (hold, flat).", path,
+                          f"{sorted(FAMILY_BPW)}, ranges 2 <= first <= last and past in (hold, flat, matrix; matrix needs a "
+                          f"'matrix' entry).", path,
                           key="physical")
     return p
 
@@ -188,3 +193,98 @@ def same_class(machine_prefix: str, params_b: float | None, chip: Chip, w: Weigh
         return False
     ratio = w.params / (params_b * 1e9)
     return 1 / SIZE_CLASS <= ratio <= SIZE_CLASS
+
+
+# --- the tiled matrix kernel past the vector range ---------------------------------------------
+
+@dataclass(frozen=True)
+class Matmul:
+    """One weight matrix a forward multiplies: output rows (the weight's rows), depth, and how many."""
+
+    rows: int
+    depth: int
+    count: float  # per forward: layers, or the experts the tokens touch
+
+
+@dataclass(frozen=True)
+class MatrixPoint:
+    """A published time of the matrix kernel: a whole-model forward of `n` tokens on one catalogued chip."""
+
+    machine: str
+    shape: tuple[int, int, int, int, int, int]  # (hidden, q width, kv width, ffn width, layers, vocab)
+    n: int
+    seconds: float
+    source: str
+
+
+@dataclass(frozen=True)
+class Matrix:
+    """The tiled matrix kernel a backend runs past its small-batch vector kernels (llama.cpp Metal mul_mm).
+
+    Why: mul_mm computes 64 weight rows x 32 token columns per threadgroup whatever the batch, so 9..32
+    tokens cost the FLOPs of 32, and a matrix with few 64-row tiles leaves GPU cores idle. Per matmul:
+
+      threadgroups = ceil(rows / tile_rows) x ceil(n / tile_tokens)
+      share        = peak_share x min(1, threadgroups / (cores x saturation))
+      seconds      = count x 2 x rows x depth x tile_tokens x ceil(n / tile_tokens) / (ALU x share)
+
+    summed over the forward's matmuls. `peak_share` (the GEMM's share of the ALU peak once every core
+    holds `saturation` threadgroups) and `saturation` are least squares in log time over `calibration`
+    (published llama-bench pp2..pp8 times of forwards the engine ran on mul_mm); the calibration's
+    residuals bound the interval.
+    """
+
+    tile_rows: int
+    tile_tokens: int
+    peak_share: float
+    saturation: float  # threadgroups per core at which the GEMM reaches peak_share
+    calibration: tuple[MatrixPoint, ...]
+    source: str
+
+    def seconds(self, matmuls: Sequence[Matmul], n: int, alu: float, cores: int) -> float:
+        tiles = math.ceil(n / self.tile_tokens)
+        total = 0.0
+        for m in matmuls:
+            groups = math.ceil(m.rows / self.tile_rows) * tiles
+            share = self.peak_share * min(1.0, groups / (cores * self.saturation))
+            total += m.count * 2.0 * m.rows * m.depth * self.tile_tokens * tiles / (alu * share)
+        return total
+
+    def residuals(self) -> tuple[float, float]:
+        """(lowest, highest) measured / modelled time over the calibration points."""
+        ratios = [p.seconds / self._modelled(p) for p in self.calibration]
+        return min(ratios), max(ratios)
+
+    def _modelled(self, p: MatrixPoint) -> float:
+        m = machine_lookup.get_machine(p.machine)
+        alu, cores = m.peak_flops.get("fp16"), m.gpu_cores
+        if not alu or not cores:
+            raise ConfigError(f"Cannot calibrate the matrix kernel on '{p.machine}': it catalogues no fp16 FLOP/s "
+                              f"or GPU core count.")
+        return self.seconds(shape_matmuls(*p.shape), p.n, float(alu), cores)
+
+
+def shape_matmuls(hidden: int, q_width: int, kv_width: int, ffn: int, layers: int, vocab: int) -> tuple[Matmul, ...]:
+    """A dense decoder's matmuls from its widths (q/k/v/o, gate/up/down per layer, the lm_head once)."""
+    per_layer = ((q_width, hidden), (kv_width, hidden), (kv_width, hidden), (hidden, q_width),
+                 (ffn, hidden), (ffn, hidden), (hidden, ffn))
+    return (*(Matmul(r, d, layers) for r, d in per_layer), Matmul(vocab, hidden, 1))
+
+
+def matrix(item: Mapping[str, object], path: str) -> Matrix:
+    """The `matrix` entry of a physical model, checked."""
+    try:
+        m = Matrix(tile_rows=int(item["tile_rows"]), tile_tokens=int(item["tile_tokens"]),  # type: ignore[call-overload]
+                   peak_share=float(item["peak_share"]), saturation=float(item["saturation"]),  # type: ignore[arg-type]
+                   calibration=tuple(MatrixPoint(str(c["machine"]), tuple(int(x) for x in c["shape"]),  # type: ignore[misc]
+                                                 int(c["n"]), float(c["seconds"]), str(c["source"]))
+                                     for c in item["calibration"]),  # type: ignore[union-attr]
+                   source=str(item["source"]))
+    except (KeyError, TypeError, ValueError) as e:
+        raise ConfigError(f"Cannot read '{path}': physical matrix: {e!r} (expected tile_rows, tile_tokens, peak_share, "
+                          f"saturation, calibration, source).", path, key="physical") from e
+    if (m.tile_rows < 1 or m.tile_tokens < 1 or not 0 < m.peak_share <= 1 or m.saturation <= 0 or not m.calibration
+            or any(len(p.shape) != 6 or p.n < 1 or p.seconds <= 0 for p in m.calibration)):
+        raise ConfigError(f"Cannot read '{path}': physical matrix: tiles >= 1, 0 < peak_share <= 1, saturation > 0 and "
+                          f"calibration points with six widths, n >= 1 and seconds > 0.", path, key="physical")
+    return m

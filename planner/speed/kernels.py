@@ -102,7 +102,8 @@ class Ratio:
     #             speed/kernel_model.py on this chip and format), "op-level", "analog" (a curve of
     #             another family on the same kernel), "extrapolated" (past every curve's last point: the
     #             interval runs from flat to the held level), "bound" (no measurement: the kernel rule bounds
-    #             the cost between flat and one weight read per token), or "none" (roofline alone)
+    #             the cost between flat and one weight read per token), "matrix" (past the vector kernels: the
+    #             weights stream once and the tiled GEMM's FLOPs are the compute term), or "none" (roofline alone)
     sources: tuple[str, ...]
 
 
@@ -184,12 +185,32 @@ def physical_ratio(backend: str, fam: str, n: int, chip: Chip, w: Weights) -> Ra
     values = [v for f in (pooled, *own) for one in (False, True)
               if (v := phys.ratio(n, fam, chip, w, f, single_issue=one))]
     low, high = min(values), max(values)
+    if n > phys.ranges[fam][1] and phys.past.get(fam) == "matrix" and phys.matrix is not None:
+        # the weights stream once; the tiles' FLOPs are the roofline's compute term (roofline.forward_cost)
+        return Ratio(1.0, 1.0, 1.0, "matrix", (f"{phys.matrix.source} (n = {n}: past the vector kernels)",))
     if n > phys.ranges[fam][1] and phys.past.get(fam) == "flat":
         central, low = 1.0, 1.0
     why = (f"{phys.source}; F {pooled.flop_per_weight:.2f} FLOP/weight/token, P {pooled.pass_flop:.2f} FLOP/weight per "
            f"second pass, fitted on {pooled.source}; {chip.name}: {chip.bytes_per_s / 1e9:.4g} GB/s, "
            f"{alu / 1e12:.4g} TFLOP/s ALU x{phys.issue(chip):g} issue, {w.bytes_per_weight:.3f} B/weight")
     return Ratio(central, low, high, "model", (why,))
+
+
+def matrix_kernel(backend: str | None, fam: str | None, n: int) -> kernel_model.Matrix | None:
+    """The tiled matrix kernel a forward of n token rows runs on (None: the vector kernels or no model).
+
+    Why: past its small-batch range llama.cpp Metal multiplies in 64 x 32 tiles (kernel_model.Matrix),
+    whose cost is FLOPs at an occupancy-limited share of the ALU, not a multiple of the weight stream.
+    """
+    if backend is None or fam is None:
+        return None
+    cat = _catalog(str(catalog_dir()))
+    key = cat.aliases.get(backend, backend)
+    phys = cat.physical.get(key)
+    fam = backend_family(backend, fam)
+    if phys is None or phys.matrix is None or fam not in phys.ranges:
+        return None
+    return phys.matrix if n > phys.ranges[fam][1] and phys.past.get(fam) == "matrix" else None
 
 
 @lru_cache(maxsize=8)

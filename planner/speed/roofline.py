@@ -34,6 +34,7 @@ from ..core.spec import CHUNKED, NONE, SLIDING, ModelSpec
 from ..fits import memory
 from ..fits.memory import Settings
 from . import kernels
+from .matmuls import expected_experts_touched, forward_matmuls
 
 LABEL = "roofline"
 
@@ -56,6 +57,7 @@ class Roof:
     tp: int = 1  # tensor-parallel ranks the figures aggregate (each forward all-reduces across them)
     link_bytes_per_s: float | None = None  # device-to-device bandwidth per rank (None: not catalogued)
     link_latency_s: float = 0.0  # one small all-reduce
+    gpu_cores: int | None = None  # Apple GPU cores (the tiled matmul's occupancy); None: not catalogued
 
 
 @dataclass(frozen=True)
@@ -83,16 +85,6 @@ class ForwardCost:
 
 
 # --- bytes ----------------------------------------------------------------------
-
-def expected_experts_touched(experts: int, per_token: int, n: int) -> float:
-    """Distinct routed experts one MoE layer reads for n tokens, under uniform routing.
-
-    # E[distinct] = E_total * (1 - (1 - k/E_total)**n)   (each expert missed by all n tokens w.p. (1-k/E)**n)
-    """
-    if experts <= 0:
-        return 0.0
-    return experts * (1.0 - (1.0 - per_token / experts) ** n)
-
 
 def weight_bytes_read(spec: ModelSpec, s: Settings, n: int) -> int:
     """Weight bytes one forward of n tokens reads.
@@ -264,9 +256,15 @@ def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int,
     flops = batch * forward_flops(spec, context, n)
     r = kernel_ratio(spec, s, getattr(machine, "kind", "gpu"), n * batch, measured_only=batch > 1,
                      machine_name=str(getattr(machine, "name", "")), machine=machine)
-    comp_s = flops / peak
+    comp_s = comp_lo = comp_hi = flops / peak
+    tiled = matrix_seconds(spec, s, machine, n * batch, peak)
+    if tiled is not None:  # past the vector kernels: weights stream once, the tiles' FLOPs bind
+        r = kernels.Ratio(1.0, 1.0, 1.0, "matrix", tiled[3])
+        rest = flops - 2.0 * batch * n * matmul_params(spec)  # attention over the prefix: untiled
+        comp_s, comp_lo, comp_hi = (t + max(rest, 0.0) / peak for t in tiled[:3])
     mem_s, mem_lo, mem_hi = ((w * x + kv + lg) / bw for x in (r.central, r.low, r.high))
-    beyond = beyond_curve_s(spec, s, machine, n * batch, comp_s) if batch > 1 and r.basis != "none" else 0.0
+    beyond = (beyond_curve_s(spec, s, machine, n * batch, comp_s)
+              if batch > 1 and r.basis not in ("none", "matrix") else 0.0)
     if overhead_s is None:
         overhead_s, why = engine_overhead_s(s.engine, spec.n_layers)
     else:
@@ -286,8 +284,35 @@ def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int,
     return ForwardCost(seconds=max(mem_s + beyond, comp_s) + extra, memory_s=mem_s, compute_s=comp_s,
                        overhead_s=overhead_s, bytes_moved=w + kv + lg, weight_bytes=w, kv_bytes=kv, flops=flops,
                        bound=bound, n=n, context=context, source=src,
-                       seconds_low=max(mem_lo, comp_s) + extra, seconds_high=max(mem_hi + beyond, comp_s) + extra,
+                       seconds_low=max(mem_lo, comp_lo) + extra, seconds_high=max(mem_hi + beyond, comp_hi) + extra,
                        kernel_basis=r.basis, batch=batch, logit_bytes=lg, comm_s=comm)
+
+
+def matmul_params(spec: ModelSpec) -> float:
+    """Parameters one token multiplies by (2 x this x n = the matmul FLOPs of forward_flops)."""
+    return float(max(spec.params_active - (0 if spec.tied_embeddings else spec.vocab * spec.hidden), 0))
+
+
+def matrix_seconds(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int,
+                   peak: float) -> tuple[float, float, float, tuple[str, ...]] | None:
+    """(central, fast, slow) seconds of the weight matmuls on the backend's tiled matrix kernel, and why.
+
+    None where the forward runs the vector kernels, the backend has no matrix model, or the machine
+    catalogues no GPU core count (the roofline's plain compute term then stands).
+    """
+    cores = getattr(machine, "gpu_cores", None)
+    if not cores or peak <= 0:
+        return None
+    mk = kernels.matrix_kernel(*kernel_key(spec, s, getattr(machine, "kind", "gpu"), str(getattr(machine, "name", ""))),
+                               rows)
+    if mk is None:
+        return None
+    t = mk.seconds(forward_matmuls(spec, rows), rows, peak, int(cores))
+    lo, hi = mk.residuals()
+    why = (f"tiled matmul: {mk.tile_rows} x {mk.tile_tokens} tiles, {mk.peak_share:g} of {peak / 1e12:.4g} TFLOP/s once "
+           f"{mk.saturation:g} threadgroups per core fill {cores} cores ({mk.source}); calibration residuals "
+           f"{lo:.2f}-{hi:.2f}x",)
+    return t, t * min(lo, 1.0), t * max(hi, 1.0), why
 
 
 def beyond_curve_s(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int, comp_s: float) -> float:

@@ -1,0 +1,106 @@
+"""The tiled matrix kernel past the small-batch range (kernel_model.Matrix, llama.cpp Metal mul_mm), by hand.
+
+seconds = sum count x 2 x rows x depth x 32 x ceil(n/32) / (ALU x 0.70 x min(1, groups / (cores x 2.75))),
+groups = ceil(rows / 64) x ceil(n / 32).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from planner.core.constants import catalog_dir
+from planner.core.errors import MachineError
+from planner.fits import machine_catalog
+from planner.fits.machine_lookup import get_machine
+from planner.fits.memory import Settings
+from planner.sources import load_spec
+from planner.speed import kernels
+from planner.speed.kernel_model import Matmul, Matrix, shape_matmuls
+from planner.speed.matmuls import forward_matmuls
+from planner.speed.roofline import Roof, forward_cost, forward_flops, matmul_params
+
+MM = Matrix(tile_rows=64, tile_tokens=32, peak_share=0.70, saturation=2.75, calibration=(), source="given")
+
+
+def metal_matrix() -> Matrix:
+    m = kernels._catalog(str(kernels.catalog_dir())).physical["llama.cpp-metal"].matrix
+    assert m is not None
+    return m
+
+
+def test_one_matrix_by_hand():
+    # 128 rows -> 2 tiles on 4 cores: share 0.7 x 2 / 11; 2 x 128 x 1000 x 32 FLOP of one 32-token tile
+    t = MM.seconds([Matmul(128, 1000, 1)], 9, 1e12, 4)
+    assert t == pytest.approx(2 * 128 * 1000 * 32 / (1e12 * 0.7 * 2 / 11)) and t == pytest.approx(6.4366e-5, rel=1e-4)
+    # 9 and 32 tokens cost the same (one padded tile); 33 tokens: two tiles, twice the FLOPs and twice the
+    # threadgroups, so an unfilled GPU takes the same time again
+    assert MM.seconds([Matmul(128, 1000, 1)], 32, 1e12, 4) == t
+    assert MM.seconds([Matmul(128, 1000, 1)], 33, 1e12, 4) == pytest.approx(t)
+    # 44 tiles fill 4 cores x 2.75: the full 0.7 share
+    assert MM.seconds([Matmul(64 * 44, 1000, 1)], 9, 1e12, 4) == pytest.approx(2 * 2816 * 1000 * 32 / 0.7e12)
+
+
+def test_the_catalogued_constants_are_the_least_squares_fit_of_the_published_times():
+    m = metal_matrix()
+    assert len(m.calibration) >= 10
+    grid = ((e / 100, t / 4) for e in range(40, 101, 2) for t in range(2, 40))
+    best = min(grid, key=lambda g: sum(math.log(Matrix(64, 32, g[0], g[1], (), "")._modelled(p) / p.seconds) ** 2
+                                       for p in m.calibration))
+    assert best == (m.peak_share, m.saturation) == (0.70, 2.75)
+    lo, hi = m.residuals()
+    assert 0.8 < lo <= 1.0 <= hi < 1.25  # every published time within -20%..+25% of the model
+
+
+def test_a_chip_with_many_cores_needs_large_matrices():
+    # the published pair that motivates the occupancy term: 3B on a 76-core M2 Ultra reaches 0.24 of its ALU
+    # peak on mul_mm, 13B on a 16-core M1 Pro 0.72 (llama.cpp PRs #10238, #10491); the model reproduces both
+    m = metal_matrix()
+    llama3b, llama13b = shape_matmuls(3072, 3072, 1024, 8192, 28, 128256), shape_matmuls(5120, 5120, 5120, 13824, 40, 32000)
+    flops = [sum(x.count * 2 * x.rows * x.depth * 32 for x in ms) for ms in (llama3b, llama13b)]
+    share_m2u = flops[0] / m.seconds(llama3b, 2, 27.199488e12, 76) / 27.199488e12
+    share_m1p = flops[1] / m.seconds(llama13b, 2, 5.2e12, 16) / 5.2e12
+    assert share_m2u == pytest.approx(0.215, abs=0.01) and share_m1p == pytest.approx(0.70, abs=0.01)
+
+
+def test_forward_matmuls_carry_the_forward_flops():
+    spec = load_spec("qwen2.5-7b-instruct")
+    ms = forward_matmuls(spec, 9)
+    assert sum(2 * m.rows * m.depth * m.count for m in ms) == pytest.approx(2 * matmul_params(spec), rel=1e-6)
+    assert any(m.rows == spec.vocab for m in ms)  # the lm_head: logits for every verified position
+
+
+def test_the_roofline_switches_to_the_matrix_kernel_past_eight_tokens():
+    spec = load_spec("qwen2.5-14b-instruct")
+    m4 = get_machine("m4-max-128gb")
+    roof = Roof(bandwidth_bytes_per_s=546e9 * 0.85, peak_flops={"fp16": 16.15872e12}, name=m4.name, kind="apple",
+                gpu_cores=m4.gpu_cores)
+    s = Settings(context=4096, engine="llama.cpp", weights_dtype="q4_k")
+    c8, c9 = (forward_cost(spec, roof, n=n, context=4096, settings=s, overhead_s=0.0) for n in (8, 9))
+    assert (c8.kernel_basis, c9.kernel_basis) == ("model", "matrix")
+    tiles = metal_matrix().seconds(forward_matmuls(spec, 9), 9, 16.15872e12, 40)
+    attention = forward_flops(spec, 4096, 9) - 2 * 9 * matmul_params(spec)
+    assert c9.compute_s == pytest.approx(tiles + attention / 16.15872e12)
+    assert c9.seconds > 2 * c8.seconds  # a 4-bit 14B: mul_mm at 9 tokens costs over twice mul_mv_ext at 8
+    # without a core count (a non-Apple machine, an old file) the plain FLOP roof stands
+    plain = forward_cost(spec, Roof(546e9 * 0.85, {"fp16": 16.15872e12}, name=m4.name, kind="apple"), n=9,
+                         context=4096, settings=s, overhead_s=0.0)
+    assert plain.compute_s == pytest.approx(forward_flops(spec, 4096, 9) / 16.15872e12)
+
+
+def test_apple_machines_catalogue_their_gpu_cores():
+    assert [get_machine(n).gpu_cores for n in ("m1-pro-32gb", "m2-ultra-192gb", "m4-max-128gb", "m4-pro-48gb")] == \
+        [16, 76, 40, 20]
+    assert get_machine("h100-sxm").gpu_cores is None
+
+
+def test_a_bad_gpu_core_count_is_refused():
+    entry = json.loads((catalog_dir() / "machines" / "m4-max-128gb.json").read_text())
+    for bad in (0, -3, 2.5, True, 10**6):
+        with pytest.raises(MachineError, match="gpu_cores"):
+            machine_catalog.validate_entry({**entry, "gpu_cores": bad}, "test")
+    missing = {**entry, "sources": {k: v for k, v in entry["sources"].items() if k != "gpu_cores"}}
+    with pytest.raises(MachineError, match=r"sources\.gpu_cores"):
+        machine_catalog.validate_entry(missing, "test")
