@@ -195,3 +195,13 @@ def test_leave_one_out_coverage_is_near_eighty_percent():
     assert s["median_abs_error"] < flat["median_abs_error"]  # the terms explain part of the spread
     by_source = bench_acceptance.summary(bench_acceptance.rows(by_source=True), "adjusted")
     assert by_source["coverage"] >= 0.75  # a new publication's alphas, the half-width's calibration
+
+
+def test_the_centre_is_the_median_of_each_publications_median():
+    # one sweep of five rows (0.90 each) is one draw next to two single-row publications (0.70, 0.80):
+    # median of (0.90, 0.70, 0.80) = 0.80, where the row median would be 0.90
+    rows = [_entry(f"s{i}", "Fam-3B-Instruct", 0.90, "https://github.com/a/sweep results") for i in range(5)]
+    rows += [_entry("p1", "Fam-3B-Instruct", 0.70, "arXiv 1111.22222"),
+             _entry("p2", "Fam-3B-Instruct", 0.80, "https://github.com/b/c/issues/1")]
+    p = ap.prior("fam", "fam", ap.Conditions(draft_params=3_000_000_000), pairs=rows, table=TABLE)
+    assert p.alpha == pytest.approx(0.80) and "3 publication(s)" in p.given

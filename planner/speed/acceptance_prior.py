@@ -10,7 +10,8 @@ Mechanism (catalogs/acceptance.json holds every number with its source):
   1. each catalogs/pairs entry's alpha is normalised to the reference conditions (draft at or above
      the saturation size, matching instruct/base style, FP16 draft, chat, greedy) by removing the
      adjustments its own conditions imply: a_ref = a - shift(entry);
-  2. the family pair's normalised values are pooled (median), else every same-family value;
+  2. the family pair's normalised values are pooled: the median of each publication's median (one sweep's
+     many rows share a machine, a tool and prompts: one draw, not many), else every same-family value;
   3. the query's shift is added back: a = median(a_ref) + shift(query), and the interval is
      a +/- half_width * sqrt(1 + 1/n) (a prediction interval for one new measurement from n),
      widened on the side each thin adjustment names.
@@ -209,8 +210,10 @@ def _normalised(entries: Sequence[acc.PairEntry], t: Mapping[str, Any]) -> list[
 
 def _summarise(pool: list[tuple[float, acc.PairEntry]], s: Shift, half_width: float, label: str) -> Acceptance:
     vals = sorted(a for a, _ in pool)
-    mid = len(vals) // 2
-    median = vals[mid] if len(vals) % 2 else (vals[mid - 1] + vals[mid]) / 2.0
+    by_pub: dict[str, list[float]] = {}
+    for a, e in pool:
+        by_pub.setdefault(source_key(e), []).append(a)
+    median = _median([_median(v) for v in by_pub.values()])
     centre = min(0.99, max(0.01, median + s.delta))
     # prediction interval for a measurement from a new source, n = independent publications pooled
     # (rows of one sweep share a machine, a tool and prompts): half * sqrt(1 + 1/n)
@@ -226,6 +229,12 @@ def _summarise(pool: list[tuple[float, acc.PairEntry]], s: Shift, half_width: fl
                              f"({'; '.join(pubs[:3])}{' ...' if len(pubs) > 3 else ''})")
 
 
+def _median(values: Sequence[float]) -> float:
+    v = sorted(values)
+    mid = len(v) // 2
+    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2.0
+
+
 def source_key(entry: acc.PairEntry) -> str:
     """The publication an entry comes from: its source up to the first space, a GitHub address cut to
     owner/repo/kind/number, a paper to 'arXiv NNNN' (draftbench's 14B and 72B files are one publication: one machine, one tool)."""
@@ -235,7 +244,7 @@ def source_key(entry: acc.PairEntry) -> str:
     return words[0] if words[0].startswith("http") else " ".join(words[:2]).rstrip(",;")  # 'arXiv 2607.17283'
 
 
-_SECTIONS = ("draft_size", "style_mismatch", "draft_quant", "workload", "temperature", "interval")
+_SECTIONS = ("draft_size", "style_mismatch", "draft_quant", "workload", "temperature", "interval", "confidence")
 
 
 @lru_cache(maxsize=2)
