@@ -16,6 +16,7 @@ from planner.fits.machine import with_overrides
 from planner.fits.machine_lookup import get_machine
 from planner.plan import recommend as P
 from planner.sources import load_spec
+from planner.speed.adaptive import Adaptive
 
 from .conftest import model_dir
 
@@ -167,12 +168,17 @@ def test_cpu_roofline_derated_to_measured_matmul_efficiency():
 def test_quantised_target_on_cpu_verification_is_compute_bound():
     # Q4_K weights on an 8-core CPU: verifying a few tokens is compute-bound (t_v(n) grows with n), so
     # only K=1 can pay and longer drafts lose; on the catalog GPU mul_mat_vec_q grows far less and K grows.
+    # Every round drafting K (--draft-p-min 0): the verify-cost mechanism alone.
     t = load_spec("qwen2.5-7b-instruct")
     cpu = P.recommend(t, t.id, get_machine("cpu-ryzen-7-5800x-32gb"), engine="llama.cpp", context=4096,
-                      weights_dtype="q4_k")
+                      weights_dtype="q4_k", adaptive=Adaptive(0.0))
     curve = cpu.plans[0].prediction.speedup_by_k
     assert cpu.plans[0].k == 1 and all(a > b for a, b in itertools.pairwise(curve))
     assert curve[3] < 1.0  # K=4 is slower than plain decoding there
+    # llama-server's default stop (p-min 0.75) drafts past K=1 only where the draft is sure: a K=4 cap loses less
+    stopped = P.recommend(t, t.id, get_machine("cpu-ryzen-7-5800x-32gb"), engine="llama.cpp", context=4096,
+                          weights_dtype="q4_k").plans[0].prediction.speedup_by_k
+    assert stopped[3] > curve[3]
     gpu = P.recommend(t, t.id, get_machine("rtx-4090"), engine="llama.cpp", context=4096, weights_dtype="q4_k")
     assert gpu.plans[0].k > 1
     at2 = P.recommend(t, t.id, get_machine("rtx-4090"), engine="llama.cpp", context=4096, weights_dtype="q4_k",

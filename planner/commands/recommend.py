@@ -10,7 +10,7 @@ import typer
 
 from .. import engines
 from ..core import paths
-from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
+from ..core.constants import ADAPTIVE_MAX_K, DEFAULT_CONTEXT, DEFAULT_MAX_K
 from ..core.errors import UsageError, one_line
 from ..core.fmt import fmt_bytes
 from ..core.units import parse_batches, parse_bytes, parse_tokens
@@ -27,6 +27,7 @@ from ..render import width
 from ..render.width import command_lines, python_lines, wrap
 from ..sources import load_spec
 from ..speed.acceptance import Acceptance
+from ..speed.adaptive import Adaptive
 from ..speed.profile_file import load_profile
 from ._common import app, emit, engine_for, warn
 from ._methods import parse_methods, parse_workload
@@ -64,6 +65,12 @@ BatchesOpt = Annotated[str, typer.Option(
     help="Concurrent sequences. A list (1,8,32,128) prices every plan at each and finds the crossover.")]
 KOpt = Annotated[int | None, typer.Option("--k", help="Judge every plan at this K (the one you deploy), even "
                                                       "when it is slower; default: the best K.", min=1, max=64)]
+PMinOpt = Annotated[float | None, typer.Option(
+    "--draft-p-min", help="llama.cpp: stop drafting after the first draft token under this probability (llama-server "
+                          "--spec-draft-p-min; its default is 0.75); K is then the most a round drafts. Default: "
+                          "every round drafts K.", min=0.0, max=0.999)]
+DraftMinOpt = Annotated[int, typer.Option("--draft-min", help="llama.cpp with --draft-p-min: drafts shorter than this "
+                                                              "are dropped (--spec-draft-n-min).", min=0, max=64)]
 AllOpt = Annotated[bool, typer.Option("--all", help="Show every plan, not only the top 3.")]
 DraftWeightsOpt = Annotated[str | None, typer.Option(
     "--draft-weights-dtype", help="The drafts' own weight format (default: as --weights-dtype).")]
@@ -93,6 +100,8 @@ def recommend(
     temperature: TemperatureOpt = 0.0,
     workload: WorkloadOpt = "chat",
     method: MethodsOpt = None,
+    draft_p_min: PMinOpt = None,
+    draft_min: DraftMinOpt = 0,
     revision: RevisionOpt = None,
     as_json: JsonOpt = False,
     wide: WideOpt = False,
@@ -128,6 +137,10 @@ def recommend(
             c = load_spec(r)
             cands.append(DraftModel(spec=c, ref=r if _is_path(r) else c.id, weights_dtype=draft_weights_dtype))
     given = P.parse_acceptance(acceptance) if acceptance else None
+    policy = Adaptive(draft_p_min, draft_min) if draft_p_min is not None else None
+    stop = policy or (Adaptive(*engines.get(eng).default_stop) if engines.get(eng).default_stop else None)
+    if stop is not None and stop.p_min > 0 and max_k == DEFAULT_MAX_K:
+        max_k = ADAPTIVE_MAX_K  # a confidence stop drafts up to llama-server's n_max unless told otherwise
     if k is not None and k > max_k:
         max_k = k  # judging K needs the verify curve up to K + 1
     costs_for, measured, k_cap = None, None, max_k
@@ -150,7 +163,7 @@ def recommend(
         return P.recommend(spec, ref, m, engine=eng, batch=batch, candidates=cands, costs_for=costs_for,
                            given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
                            temperature=temperature, k_fixed=k, draft_weights_dtype=draft_weights_dtype,
-                           batches=batches, workload=work, methods=kinds, **asked)
+                           batches=batches, workload=work, methods=kinds, adaptive=policy, **asked)
     rec = run(**plan)
     if not rec.baseline_fits:
         rec = _with_cheapest_fit(rec, run, plan, spec, m, eng, batch)

@@ -99,6 +99,9 @@ DEFAULT_CONTEXT = 4096
 # Largest K (tokens drafted per round) searched when --max-k is not given: published optima sit at
 # K = 3-6 and the verify curve past 8 rarely pays (docs/speed.md).
 DEFAULT_MAX_K = 8
+# With a confidence stop (llama.cpp --spec-draft-p-min) K is the most a round drafts: llama-server's own
+# n_max default (common/common.h common_params_speculative n_max = 16)
+ADAPTIVE_MAX_K = 16
 # The `schema_version` every `--json` object starts with (docs/json.md): additive changes keep it,
 # a removed or renamed key (or a changed meaning or unit) raises it.
 JSON_SCHEMA_VERSION = 1

@@ -176,6 +176,8 @@ class LaunchInput:
     # target's own MTP layers, n-gram lookup or early exit (those three name no draft)
     exit_layer: int | None = None  # early exit: the layer whose output drafts (transformers assistant_early_exit)
     ngram_max: int | None = None  # n-gram lookup: the longest n-gram matched against the prompt
+    draft_p_min: float | None = None  # llama.cpp confidence stop (--spec-draft-p-min); None: every round drafts k
+    draft_n_min: int = 0  # llama.cpp --spec-draft-n-min: drafts shorter than this are dropped
 
 
 # --- the KV cache layout -----------------------------------------------------------------------
@@ -274,6 +276,10 @@ class Engine:
     compute_efficiency: Mapping[str, tuple[float, str]] = field(default_factory=dict)
     spec_round_overhead_s: tuple[float, float] = (0.0, 0.0)
     spec_round_overhead_source: str = "not modelled"
+    # confidence-stopped drafting (speed/adaptive.py): the engine's flags and defaults, with their source;
+    # "" = every round drafts K (the engine has no such stop)
+    confidence_stop: str = ""
+    default_stop: tuple[float, int] | None = None  # (p_min, n_min) the engine drafts with unless told otherwise
     methods: Mapping[str, str] = field(default_factory=lambda: {DRAFT_MODEL: "a separate draft model"})
     method_refusals: Mapping[str, str] = field(default_factory=dict)
 

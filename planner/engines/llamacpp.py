@@ -271,7 +271,7 @@ def _draft_flags(x: LaunchInput, b: int) -> tuple[str, list[str]]:
     draft, note = _model_ref(x.draft or "", tag, draft=True)
     notes = [note] if note else []
     flags = (f" {draft} -ngld 99{_kv_flags(x.kv_dtype, '-ctkd', '-ctvd')[0]}"
-             f" --spec-type {SPEC_TYPES[x.method]}{_draft_n(x.k)}")
+             f" --spec-type {SPEC_TYPES[x.method]}{_draft_n(x.k, x.draft_p_min, x.draft_n_min)}")
     if x.method == EAGLE3:
         notes.append("llama.cpp loads an EAGLE-3 head as a GGUF converted from the head's checkpoint with "
                      "convert_hf_to_gguf.py (ggml-org/llama.cpp PR #18039)")
@@ -318,7 +318,7 @@ def launch(x: LaunchInput) -> dict[str, str]:
         notes += draft_notes
     elif x.method == MTP:
         # no -md: an MTP draft context is made against the target model (common/speculative.cpp:2556-2566)
-        cmd += f" --spec-type {SPEC_TYPES[MTP]}{_draft_n(x.k)}"
+        cmd += f" --spec-type {SPEC_TYPES[MTP]}{_draft_n(x.k, x.draft_p_min, x.draft_n_min)}"
         notes.append("draft-mtp drafts with the nextn layers stored in the target GGUF (blk.N.nextn.*, "
                      "common/speculative.cpp:2286-2292): the GGUF must be converted with them")
     elif x.method == NGRAM:
@@ -333,9 +333,12 @@ SPEC_TYPES = {DRAFT_MODEL: "draft-simple", EAGLE3: "draft-eagle3", MTP: "draft-m
 NGRAM_SIZE_N = 3
 
 
-def _draft_n(k: int) -> str:
-    """K drafted per round, never fewer (n-min 0, p-min 0.0: drafting does not stop early)."""
-    return f" --spec-draft-n-max {k} --spec-draft-n-min 0 --spec-draft-p-min 0.0"
+def _draft_n(k: int, p_min: float | None = None, n_min: int = 0) -> str:
+    """K drafted per round, never fewer (n-min 0, p-min 0.0: drafting does not stop early); with p_min,
+    drafting stops after the first draft token under it (common/speculative.cpp) and drafts under n_min drop."""
+    if p_min is None:
+        return f" --spec-draft-n-max {k} --spec-draft-n-min 0 --spec-draft-p-min 0.0"
+    return f" --spec-draft-n-max {k} --spec-draft-n-min {n_min} --spec-draft-p-min {p_min:g}"
 
 
 ENGINE = Engine(
@@ -375,6 +378,12 @@ ENGINE = Engine(
     weights_ladder=("q8_0", "q6_k", "q5_k", "q4_k"),
     partial_offload=True,  # -ngl N, --n-cpu-moe N (common/arg.cpp:2789, :2767)
     verify_backend={"gpu": "llama.cpp-cuda", "apple": "llama.cpp-metal", "cpu": "llama.cpp-cpu"},
+    confidence_stop=("--spec-draft-p-min P --spec-draft-n-min N (older builds: --draft-p-min, --draft-min): "
+                     "common_speculative_gen_draft keeps each draft token and stops after the first under p_min; "
+                     "drafts under n_min are dropped. Defaults: n_max 16, n_min 0, p_min 0.75 (common/common.h "
+                     "common_params_speculative); 16, 5, 0.9 when llama-server gained drafting (common/speculative.h, "
+                     "PR #10455, Nov 2024)"),
+    default_stop=(0.75, 0),
     methods={DRAFT_MODEL: "--spec-type draft-simple -md DRAFT.gguf (common/arg.cpp:4241, :4249)",
              EAGLE3: "--spec-type draft-eagle3 -md HEAD.gguf (common/speculative.cpp:36, PR #18039)",
              MTP: "--spec-type draft-mtp on the target's nextn layers (common/speculative.cpp:37, :2556-2566)",

@@ -20,8 +20,10 @@ from ..fits.memory import Settings
 from ..pairing import pair as pairing
 from ..speed import acceptance as acc
 from ..speed import model as speed
+from ..speed.adaptive_predict import predict_plan
 from . import load
 from . import recommend as plan
+from .drafting_stop import policy_for
 from .scenario import Scenario
 
 
@@ -136,12 +138,14 @@ def assess_speed(sc: Scenario, compat: Compatibility) -> Speed:
         raise UsageError(f"Cannot judge deployment '{d.name}' at k = {d.k} on '{sc.label}': its costs cover "
                          f"K <= {len(costs.verify_s) - 1} (expected k within the profile). Probe with a larger "
                          f"--max-k or lower k.")
-    pred = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=max(k_top, d.k or 1),
-                         verify_bounds=costs.verify_bounds, overhead_low_s=costs.overhead_low_s)
+    policy = policy_for(sc.settings.engine, sc.method.kind)
+    pred = predict_plan(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=max(k_top, d.k or 1),
+                        verify_bounds=costs.verify_bounds, overhead_low_s=costs.overhead_low_s, adaptive=policy)
     k = d.k or pred.k_best
     # the interval at the K judged (the deployment's, else the best): predict() at that K
-    at_k = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=max(k_top, d.k or 1),
-                         verify_bounds=costs.verify_bounds, k_fixed=k, overhead_low_s=costs.overhead_low_s)
+    at_k = predict_plan(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=max(k_top, d.k or 1),
+                        verify_bounds=costs.verify_bounds, k_fixed=k, overhead_low_s=costs.overhead_low_s,
+                        adaptive=policy)
     s_mid, s_low, s_high = at_k.speedup, at_k.speedup_low, at_k.speedup_high
     notes = []
     prof = sc.profile
@@ -177,7 +181,7 @@ def load_curve(sc: Scenario, peak: int) -> tuple[load.BatchPoint, ...]:
     def at(b: int) -> load.BatchPoint:
         s = replace(sc.settings, batch=b)
         return load.batch_point(b, problem, plan.roofline_costs(sc.target, sc.method, roof, s, k_max), alpha,
-                                k_max, k_fixed=d.k)
+                                k_max, k_fixed=d.k, adaptive=policy_for(sc.settings.engine, sc.method.kind))
     return load.batch_curve(batches, at)
 
 

@@ -26,8 +26,9 @@ from ..core.fmt import fmt_bytes
 from ..core.spec import ModelSpec
 from ..fits import fit
 from ..fits.memory import Settings
-from ..speed import model as speed
 from ..speed import roofline
+from ..speed.adaptive import Adaptive
+from ..speed.adaptive_predict import predict_plan
 from ..speed.model import Acceptance, Costs
 
 
@@ -48,12 +49,13 @@ class BatchPoint:
 
 
 def batch_point(batch: int, problem: fit.Problem, costs: Costs, alpha: Acceptance, k_max: int,
-                k_fixed: int | None = None) -> BatchPoint:
+                k_fixed: int | None = None, adaptive: Adaptive | None = None) -> BatchPoint:
     """Fit and speed-up of one plan with `batch` concurrent sequences (costs priced at that batch)."""
     devs = fit.evaluate(problem, problem.settings.context, batch)
     headroom = min(d.headroom_bytes for d in devs)
-    pred = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k_max,
-                         verify_bounds=costs.verify_bounds, k_fixed=k_fixed, overhead_low_s=costs.overhead_low_s)
+    pred = predict_plan(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k_max,
+                        verify_bounds=costs.verify_bounds, k_fixed=k_fixed, overhead_low_s=costs.overhead_low_s,
+                        adaptive=adaptive)
     per_seq = pred.speedup / costs.verify_s[0]
     return BatchPoint(batch=batch, k=pred.k_best, speedup=pred.speedup,
                       speedup_interval=(pred.speedup_low, pred.speedup_high), verdict=pred.verdict,

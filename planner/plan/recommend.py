@@ -30,8 +30,11 @@ from ..sources import catalog, load_spec
 from ..speed import acceptance as acc
 from ..speed import model as speed
 from ..speed import roofline
+from ..speed.adaptive import Adaptive
+from ..speed.adaptive_predict import predict_plan
 from ..speed.model import Costs
 from . import load
+from .drafting_stop import policy_for
 from .load import BatchPoint
 from .roof import bandwidth_share, compute_share, roofline_machine  # noqa: F401  (plan.roofline_machine)
 
@@ -199,12 +202,14 @@ def acceptance_for(target: ModelSpec, method: DraftingMethod, *, given: acc.Acce
 
 def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compatibility, costs: Costs,
                     alpha: acc.Acceptance, k_max: int, kv: str, launch_in: engines.LaunchInput, engine: str,
-                    k_fixed: int | None = None) -> Option:
+                    k_fixed: int | None = None, adaptive: Adaptive | None = None) -> Option:
     devs = fit.evaluate(problem, problem.settings.context, problem.settings.batch)
     headroom = min(d.headroom_bytes for d in devs)
     verdict, fallback, compatible = compat.verdict, compat.fallback, compat.runs
-    pred = speed.predict(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k_max,
-                         verify_bounds=costs.verify_bounds, k_fixed=k_fixed, overhead_low_s=costs.overhead_low_s)
+    policy = policy_for(engine, method.kind, adaptive)
+    pred = predict_plan(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k_max,
+                        verify_bounds=costs.verify_bounds, k_fixed=k_fixed, overhead_low_s=costs.overhead_low_s,
+                        adaptive=policy)
     reasons = list(pred.reasons)
     if headroom < 0:
         reasons.insert(0, f"does not fit: {-headroom:,} B over the tightest device's budget")
@@ -214,7 +219,8 @@ def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compat
         reasons.insert(0, f"{engine} needs {fallback} for this pair ({verdict.failed_rule})")
     launch: dict[str, Any] = {}  # no command for a plan that does not fit or will not run
     if headroom >= 0 and compatible:
-        launch = engines.launch(engine, replace(launch_in, **method.launch_fields(), k=pred.k_best,
+        stop = {"draft_p_min": policy.p_min, "draft_n_min": policy.n_min} if policy is not None else {}
+        launch = engines.launch(engine, replace(launch_in, **method.launch_fields(), **stop, k=pred.k_best,
                                                 kv_dtype=_kv_flag(kv), heterogeneous=fallback is not None))
     return Option(draft=method.label, draft_ref=method.ref, kv_dtype=kv, k=pred.k_best, speedup=pred.speedup,
                   speedup_interval=(pred.speedup_low, pred.speedup_high), verdict=pred.verdict,
@@ -253,7 +259,8 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
               kv_dtypes: Sequence[str] | None = None, utilization: float | None = None,
               temperature: float = 0.0, weights_dtype: str | None = None, k_fixed: int | None = None,
               draft_weights_dtype: str | None = None, batches: Sequence[int] | None = None,
-              workload: str | None = None, methods: Sequence[str] | None = None) -> Recommendation:
+              workload: str | None = None, methods: Sequence[str] | None = None,
+              adaptive: Adaptive | None = None) -> Recommendation:
     """Rank candidate drafts x KV dtype on `machine` and pick one, or none.
 
     Args:
@@ -269,11 +276,15 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
         batches: concurrencies to price every usable plan at (a `--batch` list; roofline costs only).
         workload: chat | code | reasoning, for the acceptance priors of n-gram lookup (and others).
         methods: drafting kinds to consider (default: every kind; with `candidates`, only those drafts).
+        adaptive: confidence-stopped drafting (llama.cpp --draft-p-min): K is then the most a round drafts.
 
     Raises:
         MachineError: roofline needed but the machine has no bandwidth figure.
         UsageError: a layout the machine cannot hold.
     """
+    if adaptive is not None and not engines.get(engine).confidence_stop:
+        raise UsageError(f"Cannot model --draft-p-min on {engine}: it drafts K tokens every round (only llama.cpp "
+                         f"stops drafting below a confidence). Drop --draft-p-min or use --engine llama.cpp.")
     layout = layout or fit.default_layout(machine.n_devices, engine)
     base_s = Settings(context=context, batch=batch, engine=engine, spec_tokens=0, weights_dtype=weights_dtype)
     base = fit.evaluate(fit.Problem(target, machine, base_s, layout, utilization=utilization), context, batch)
@@ -321,10 +332,10 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
             problem = fit.Problem(target, machine, s, layout, draft=method.resident_model(),
                                   draft_settings=method.settings_for(s), utilization=utilization)
             options.append(evaluate_option(problem, method, compat, costs_for(method, s), alpha, k_max, kv,
-                                           launch_in, engine, k_fixed=k_fixed))
+                                           launch_in, engine, k_fixed=k_fixed, adaptive=adaptive))
     if batches and len(set(batches)) > 1:
         if roofline_costs_used:
-            options = [under_load(o, batches, k_max, k_fixed, costs_for) if o.usable else o for o in options]
+            options = [under_load(o, batches, k_max, k_fixed, costs_for, adaptive) if o.usable else o for o in options]
         else:
             notes.append("--batch list: measured costs are for one sequence; the per-batch curve needs the roofline")
     ranked = rank(options)
@@ -335,14 +346,16 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
                           tokenizer_family=family, tokenizer_match=how, notes=tuple(notes))
 
 
-def under_load(o: Option, batches: Sequence[int], k_max: int, k_fixed: int | None, costs_for: Any) -> Option:
+def under_load(o: Option, batches: Sequence[int], k_max: int, k_fixed: int | None, costs_for: Any,
+               adaptive: Adaptive | None = None) -> Option:
     """The option at every concurrency of `batches` (costs re-priced at each) and its crossover."""
     method, problem = o.method, o.problem
 
     def point(b: int) -> BatchPoint:
         s = replace(problem.settings, batch=b)
         q = replace(problem, settings=s, draft_settings=method.settings_for(s))
-        return load.batch_point(b, q, costs_for(method, s), o.acceptance, k_max, k_fixed)
+        return load.batch_point(b, q, costs_for(method, s), o.acceptance, k_max, k_fixed,
+                                adaptive=policy_for(o.problem.settings.engine, method.kind, adaptive))
     points = load.batch_curve(batches, point)
     notes = load.load_notes(points, o.k, method.resident_model(), problem.settings)
     return replace(o, per_batch=points, crossover_batch=load.crossover_batch(points), reasons=(*o.reasons, *notes))

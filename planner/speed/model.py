@@ -342,8 +342,8 @@ def predict(verify_s: Sequence[float], draft_s: float, alpha: Alpha | Acceptance
         >>> predict([1.0, 2.0, 3.0, 4.0], 0.05, 0.8).verdict   # serial verification
         'slower'
     """
-    central, low, high, given = _unpack_alpha(alpha)
-    k_top = _k_top(verify_s, draft_s, overhead_s, central, k_max)
+    central, low, high, given = unpack_alpha(alpha)
+    k_top = k_top_for(verify_s, draft_s, overhead_s, central, k_max)
     curve = speedup_curve(verify_s, draft_s, central, overhead_s, k_top)
     if k_fixed is not None and not 1 <= k_fixed <= k_top:
         raise UsageError(f"Cannot judge K = {k_fixed}: the costs cover K = 1..{k_top}.")
@@ -408,7 +408,7 @@ def bisect_increasing(f: Callable[[float], float], target: float) -> float:
     return hi
 
 
-def _unpack_alpha(alpha: Alpha | Acceptance) -> tuple[Alpha, float | None, float | None, str | None]:
+def unpack_alpha(alpha: Alpha | Acceptance) -> tuple[Alpha, float | None, float | None, str | None]:
     if isinstance(alpha, Acceptance):
         central, low, high = (_check_alpha(float(x)) for x in (alpha.alpha, alpha.low, alpha.high))
         if not low <= central <= high:
@@ -422,7 +422,7 @@ def _unpack_alpha(alpha: Alpha | Acceptance) -> tuple[Alpha, float | None, float
     return rates, None, None, None
 
 
-def _k_top(verify_s: Sequence[float], draft_s: float, overhead_s: float, alpha: Alpha, k_max: int | None) -> int:
+def k_top_for(verify_s: Sequence[float], draft_s: float, overhead_s: float, alpha: Alpha, k_max: int | None) -> int:
     if len(verify_s) < 2:
         raise UsageError(f"Cannot predict a speed-up from {len(verify_s)} verify cost(s): expected t_v(1) and "
                          f"at least t_v(2) (verify_s[n-1] = t_v(n)). Measure n = 1..K+1.")

@@ -1,0 +1,96 @@
+"""Confidence-stopped drafting (speed/adaptive.py, llama.cpp --draft-p-min), held against hand-worked values.
+
+With kappa (1 - alpha) = 1 the draft's confidence law Beta(kappa alpha, 1) has I(x; a, 1) = x^a, so every
+term is a closed form: alpha 0.75, kappa 4 -> Beta(3, 1), density 3 p^2.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from planner.core.errors import UsageError
+from planner.speed import model
+from planner.speed.adaptive import Adaptive, mean_drafted, regularized_beta, round_profile, speedup, split
+from planner.speed.adaptive_predict import predict_plan
+
+from .test_memory_truth import run_cli
+
+POLICY = Adaptive(0.5, kappa=4.0)
+
+
+def test_incomplete_beta_closed_forms():
+    assert regularized_beta(0.75, 1.3, 1.0) == pytest.approx(0.75 ** 1.3, rel=1e-12)
+    assert regularized_beta(0.75, 1.0, 0.2) == pytest.approx(1 - 0.25 ** 0.2, rel=1e-12)
+    assert regularized_beta(0.2, 0.5, 0.5) == pytest.approx(2 / math.pi * math.asin(math.sqrt(0.2)), rel=1e-12)
+    assert (regularized_beta(0.0, 2, 3), regularized_beta(1.0, 2, 3)) == (0.0, 1.0)
+
+
+def test_the_split_by_hand():
+    # q = 1 - 0.5^3 = 0.875; A_hi = 0.75 (1 - 0.5^4) / 0.875; A_lo = E[p | p < 0.5] = (3/4 0.5^4) / 0.5^3 = 0.375
+    q, a_hi, a_lo = split(0.75, 0.5, 4.0)
+    assert q == pytest.approx(0.875) and a_hi == pytest.approx(0.75 * 0.9375 / 0.875) and a_lo == pytest.approx(0.375)
+
+
+def test_a_round_by_hand():
+    # n_max 2: P(L=1) = 0.125 (the first token unsure, drafting stops), P(L=2) = 0.875
+    probs, accepted = round_profile(0.75, 2, POLICY)
+    a_hi = 0.75 * 0.9375 / 0.875
+    assert probs == pytest.approx((0.125, 0.875)) and accepted == pytest.approx((0.375, a_hi + a_hi * 0.75))
+    # tokens 0.125 x 1.375 + 0.875 x 2.40625; time 0.125 (0.1 + 1.2) + 0.875 (0.2 + 1.5)
+    v = [1.0, 1.2, 1.5]
+    tokens = 0.125 * 1.375 + 0.875 * (1 + a_hi * 1.75)
+    assert speedup(2, v, 0.1, 0.75, 0.0, POLICY) == pytest.approx(tokens / 1.65) == pytest.approx(1.38021, abs=1e-5)
+    # draft-min 2: the one-token drafts are dropped and that round decodes one token at t_v(1)
+    dropped = 0.125 + 0.875 * (1 + a_hi * 1.75)
+    assert speedup(2, v, 0.1, 0.75, 0.0, Adaptive(0.5, 2, kappa=4.0)) == pytest.approx(dropped / 1.625)
+    assert mean_drafted(0.75, 2, POLICY) == pytest.approx(1.875)
+
+
+def test_the_unconditional_acceptance_sum_matches():
+    # sum_l P(l) E[accepted | l] = sum_i (q A_hi)^(i-1) alpha  (position i is reached and accepted)
+    for alpha, p_min, n in ((0.82, 0.75, 16), (0.6, 0.3, 5), (0.93, 0.9, 8)):
+        q, a_hi, _ = split(alpha, p_min, 1.5)
+        probs, accepted = round_profile(alpha, n, Adaptive(p_min, kappa=1.5))
+        direct = sum((q * a_hi) ** (i - 1) * alpha for i in range(1, n + 1))
+        assert sum(p * a for p, a in zip(probs, accepted, strict=True)) == pytest.approx(direct, rel=1e-9)
+
+
+def test_p_min_zero_is_the_fixed_k_model():
+    v = [1.0, 1.05, 1.1, 1.2, 1.3, 1.5]
+    for k in range(1, 6):
+        assert speedup(k, v, 0.05, 0.8, 0.01, Adaptive(0.0)) == pytest.approx(model.speedup(k, v, 0.05, 0.8, 0.01))
+    a = predict_plan(v, 0.05, 0.8, 0.01, adaptive=Adaptive(0.0, kappa=1.5))
+    b = model.predict(v, 0.05, 0.8, 0.01)
+    assert (a.k_best, a.speedup_by_k) == (b.k_best, pytest.approx(b.speedup_by_k))
+
+
+def test_a_long_draft_past_an_expensive_verify_pays_less_when_it_stops_early():
+    # verify flat to 8 tokens, then a matrix kernel at 2.5x: a fixed K = 12 pays 2.5 every round,
+    # a confidence stop drafts past 8 only where the draft is sure
+    v = [1.0] + [1.02] * 7 + [2.5] * 9
+    fixed = model.speedup(12, v, 0.03, 0.8, 0.0)
+    stopped = speedup(12, v, 0.03, 0.8, 0.0, Adaptive(0.75, kappa=1.5))
+    assert stopped > fixed
+
+
+def test_bad_policies_are_refused():
+    for p in (-0.1, 1.0, float("nan")):
+        with pytest.raises(UsageError, match="draft-p-min"):
+            Adaptive(p)
+    with pytest.raises(UsageError, match="draft-min"):
+        Adaptive(0.5, -1)
+
+
+def test_the_cli_models_and_launches_llama_servers_stop(capsys):
+    rc, out, _ = run_cli(["recommend", "qwen2.5-14b-instruct", "--candidates", "qwen2.5-0.5b-instruct", "--machine",
+                          "m4-max-128gb", "--engine", "llama.cpp", "--weights-dtype", "q4_k", "--kv-dtype", "f16",
+                          "--draft-p-min", "0.75", "--draft-min", "2", "--k", "16", "--json"], capsys)
+    plan = json.loads(out)["plans"][0]
+    assert rc == 0 and plan["k"] == 16 and "draft-p-min 0.75" in plan["reasons"][-1]
+    assert "--spec-draft-n-max 16 --spec-draft-n-min 2 --spec-draft-p-min 0.75" in plan["launch"]["command"]
+    rc, _, err = run_cli(["recommend", "qwen2.5-14b-instruct", "--machine", "h100-sxm", "--engine", "vllm",
+                          "--draft-p-min", "0.75"], capsys)
+    assert rc == 2 and "only llama.cpp" in err and "Traceback" not in err
