@@ -49,7 +49,7 @@ if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
 EXPRESSIBLE_FIELDS = ("engine", "machine", "target", "weights_dtype", "draft")
-OPTIONAL_FLAGS = ("--k", "--draft-weights-dtype")  # newer flags: dropped (and reported) if the CLI refuses them
+OPTIONAL_FLAGS = ("--k", "--draft-weights-dtype", "--draft-p-min", "--draft-min")  # newer flags: dropped (and reported) if the CLI refuses them
 FASTER_ABOVE, SLOWER_BELOW = 1.05, 0.95  # measured outcome bands (published noise is a few per cent)
 SLOWDOWN_AT_MOST = 0.95  # "a slowdown of 5% or more"
 
@@ -129,6 +129,13 @@ def cli_args(entry: dict[str, Any], *, drop: Iterable[str] = ()) -> list[str]:
         argv += ["--draft-weights-dtype", entry["draft_weights_dtype"]]
     if entry.get("k") is not None and "--k" not in drop:
         argv += ["--k", str(entry["k"])]
+    # confidence-stopped drafting as published (llama-server --draft-p-min / --draft-min); K is then --draft-max
+    if entry.get("p_min") is not None and "--draft-p-min" not in drop:
+        argv += ["--draft-p-min", str(entry["p_min"])]
+        if entry.get("n_min"):
+            argv += ["--draft-min", str(entry["n_min"])]
+        if entry.get("n_max") is not None and "--k" not in drop and entry.get("k") is None:
+            argv += ["--k", str(entry["n_max"])]
     return [*argv, "--json"]
 
 
