@@ -94,3 +94,19 @@ def test_the_cli_models_and_launches_llama_servers_stop(capsys):
     rc, _, err = run_cli(["recommend", "qwen2.5-14b-instruct", "--machine", "h100-sxm", "--engine", "vllm",
                           "--draft-p-min", "0.75"], capsys)
     assert rc == 2 and "only llama.cpp" in err and "Traceback" not in err
+
+
+def test_k_alone_fixes_k_and_the_default_plan_takes_llama_servers_stop(capsys):
+    base = ["recommend", "qwen2.5-14b-instruct", "--candidates", "qwen2.5-0.5b-instruct", "--machine", "m4-max-128gb",
+            "--engine", "llama.cpp", "--weights-dtype", "q4_k", "--kv-dtype", "f16", "--json"]
+    _, out, _ = run_cli([*base, "--k", "4"], capsys)
+    fixed = json.loads(out)["plans"][0]
+    assert fixed["k"] == 4 and "--spec-draft-p-min 0.0" in fixed["launch"]["command"]
+    assert fixed["reasons"][-1].startswith("K=4: ")  # the fixed-K reason, not the confidence stop's
+    _, out, _ = run_cli(base, capsys)
+    default = json.loads(out)["plans"][0]
+    assert "--spec-draft-p-min 0.75" in default["launch"]["command"] and "draft-p-min 0.75" in default["reasons"][-1]
+    # an engine without a confidence stop takes --k as before
+    rc, out, _ = run_cli(["recommend", "qwen2.5-7b-instruct", "--candidates", "qwen2.5-0.5b-instruct", "--machine",
+                          "h100-sxm", "--engine", "vllm", "--k", "3", "--json"], capsys)
+    assert rc == 0 and json.loads(out)["plans"][0]["k"] == 3

@@ -67,8 +67,8 @@ KOpt = Annotated[int | None, typer.Option("--k", help="Judge every plan at this 
                                                       "when it is slower; default: the best K.", min=1, max=64)]
 PMinOpt = Annotated[float | None, typer.Option(
     "--draft-p-min", help="llama.cpp: stop drafting after the first draft token under this probability (llama-server "
-                          "--spec-draft-p-min; its default is 0.75); K is then the most a round drafts. Default: "
-                          "every round drafts K.", min=0.0, max=0.999)]
+                          "--spec-draft-p-min); K is then the most a round drafts. Default: llama-server's 0.75 "
+                          "with the best K, or every round drafting K when --k is given.", min=0.0, max=0.999)]
 DraftMinOpt = Annotated[int, typer.Option("--draft-min", help="llama.cpp with --draft-p-min: drafts shorter than this "
                                                               "are dropped (--spec-draft-n-min).", min=0, max=64)]
 AllOpt = Annotated[bool, typer.Option("--all", help="Show every plan, not only the top 3.")]
@@ -138,6 +138,8 @@ def recommend(
             cands.append(DraftModel(spec=c, ref=r if _is_path(r) else c.id, weights_dtype=draft_weights_dtype))
     given = P.parse_acceptance(acceptance) if acceptance else None
     policy = Adaptive(draft_p_min, draft_min) if draft_p_min is not None else None
+    if policy is None and k is not None:
+        policy = Adaptive(0.0)  # --k alone fixes K: every round drafts K (llama.cpp: --spec-draft-p-min 0)
     stop = policy or (Adaptive(*engines.get(eng).default_stop) if engines.get(eng).default_stop else None)
     if stop is not None and stop.p_min > 0 and max_k == DEFAULT_MAX_K:
         max_k = ADAPTIVE_MAX_K  # a confidence stop drafts up to llama-server's n_max unless told otherwise

@@ -336,7 +336,7 @@ NGRAM_SIZE_N = 3
 def _draft_n(k: int, p_min: float | None = None, n_min: int = 0) -> str:
     """K drafted per round, never fewer (n-min 0, p-min 0.0: drafting does not stop early); with p_min,
     drafting stops after the first draft token under it (common/speculative.cpp) and drafts under n_min drop."""
-    if p_min is None:
+    if not p_min and not n_min:
         return f" --spec-draft-n-max {k} --spec-draft-n-min 0 --spec-draft-p-min 0.0"
     return f" --spec-draft-n-max {k} --spec-draft-n-min {n_min} --spec-draft-p-min {p_min:g}"
 

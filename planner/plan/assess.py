@@ -20,6 +20,7 @@ from ..fits.memory import Settings
 from ..pairing import pair as pairing
 from ..speed import acceptance as acc
 from ..speed import model as speed
+from ..speed.adaptive import Adaptive
 from ..speed.adaptive_predict import predict_plan
 from . import load
 from . import recommend as plan
@@ -138,7 +139,7 @@ def assess_speed(sc: Scenario, compat: Compatibility) -> Speed:
         raise UsageError(f"Cannot judge deployment '{d.name}' at k = {d.k} on '{sc.label}': its costs cover "
                          f"K <= {len(costs.verify_s) - 1} (expected k within the profile). Probe with a larger "
                          f"--max-k or lower k.")
-    policy = policy_for(sc.settings.engine, sc.method.kind)
+    policy = policy_for(sc.settings.engine, sc.method.kind, Adaptive(0.0) if d.k is not None else None)
     pred = predict_plan(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=max(k_top, d.k or 1),
                         verify_bounds=costs.verify_bounds, overhead_low_s=costs.overhead_low_s, adaptive=policy)
     k = d.k or pred.k_best
@@ -181,7 +182,8 @@ def load_curve(sc: Scenario, peak: int) -> tuple[load.BatchPoint, ...]:
     def at(b: int) -> load.BatchPoint:
         s = replace(sc.settings, batch=b)
         return load.batch_point(b, problem, plan.roofline_costs(sc.target, sc.method, roof, s, k_max), alpha,
-                                k_max, k_fixed=d.k, adaptive=policy_for(sc.settings.engine, sc.method.kind))
+                                k_max, k_fixed=d.k, adaptive=policy_for(sc.settings.engine, sc.method.kind,
+                                                                        Adaptive(0.0) if d.k is not None else None))
     return load.batch_curve(batches, at)
 
 

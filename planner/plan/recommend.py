@@ -282,7 +282,7 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
         MachineError: roofline needed but the machine has no bandwidth figure.
         UsageError: a layout the machine cannot hold.
     """
-    if adaptive is not None and not engines.get(engine).confidence_stop:
+    if adaptive is not None and (adaptive.p_min > 0 or adaptive.n_min > 0) and not engines.get(engine).confidence_stop:
         raise UsageError(f"Cannot model --draft-p-min on {engine}: it drafts K tokens every round (only llama.cpp "
                          f"stops drafting below a confidence). Drop --draft-p-min or use --engine llama.cpp.")
     layout = layout or fit.default_layout(machine.n_devices, engine)
