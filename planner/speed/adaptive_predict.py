@@ -59,8 +59,7 @@ def _predict_adaptive(verify_s: Sequence[float], draft_s: float, central: Alpha,
     a_low, a_high = (low if low is not None else a_mid), (high if high is not None else a_mid)
     o_high = overhead_s if overhead_low_s is None else min(overhead_low_s, overhead_s)
     s_low = min(s_at(k, v, a_low, overhead_s) for v in (slow, fast))
-    s_high = max(s_at(k, v, a_high, o_high) if k_fixed else max(s_at(kk, v, a_high, o_high) for kk in range(1, k_top + 1))
-                 for v in (fast, slow))
+    s_high = max(s_at(k, v, a_high, o_high) for v in (fast, slow))
     result = verdict(s_low, s_high)
     t1 = verify_s[0]
     drafted = adaptive_model.mean_drafted(a_mid, k, policy)

@@ -327,7 +327,8 @@ def predict(verify_s: Sequence[float], draft_s: float, alpha: Alpha | Acceptance
         overhead_s: t_o, per-round overhead (sampling, rejection, cache rewind), seconds.
         k_max: the largest K to consider (default: all the curve allows, N-1).
         verify_bounds: (fastest, slowest) t_v curves the kernels allow; the pessimistic speed-up takes the
-            slowest with the low alpha, the optimistic one the fastest with the high alpha.
+            slowest with the low alpha, the optimistic one the fastest with the high alpha, both at the
+            plan's K (the interval is that plan's, not the best K the optimistic case would pick).
         k_fixed: judge this K (the one deployed) instead of searching; the verdict is that K's.
         overhead_low_s: t_o at the optimistic end of what the engine is known to cost (the optimistic
             speed-up takes it; None: overhead_s throughout).
@@ -355,8 +356,7 @@ def predict(verify_s: Sequence[float], draft_s: float, alpha: Alpha | Acceptance
     # raises it, and batched forwards shift both (speed/roofline.py beyond_curve_s)
     o_high = overhead_s if overhead_low_s is None else min(overhead_low_s, overhead_s)
     s_low = min(speedup(k, v, draft_s, a_low, overhead_s) for v in (slow, fast))
-    s_high = max(speedup(k, v, draft_s, a_high, o_high) if k_fixed
-                 else max(speedup_curve(v, draft_s, a_high, o_high, k_top)) for v in (fast, slow))
+    s_high = max(speedup(k, v, draft_s, a_high, o_high) for v in (fast, slow))
     result = verdict(s_low, s_high)
     reasons: tuple[str, ...] = ()
     if curve[k - 1] <= 1.0:
