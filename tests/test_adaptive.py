@@ -98,14 +98,22 @@ def test_the_cli_models_and_launches_llama_servers_stop(capsys):
 
 def test_k_alone_fixes_k_and_the_default_plan_takes_llama_servers_stop(capsys):
     base = ["recommend", "qwen2.5-14b-instruct", "--candidates", "qwen2.5-0.5b-instruct", "--machine", "m4-max-128gb",
-            "--engine", "llama.cpp", "--weights-dtype", "q4_k", "--kv-dtype", "f16", "--json"]
-    _, out, _ = run_cli([*base, "--k", "4"], capsys)
+            "--engine", "llama.cpp", "--kv-dtype", "f16", "--json"]
+    _, out, _ = run_cli([*base, "--weights-dtype", "q4_k", "--k", "4"], capsys)
     fixed = json.loads(out)["plans"][0]
     assert fixed["k"] == 4 and "--spec-draft-p-min 0.0" in fixed["launch"]["command"]
     assert fixed["reasons"][-1].startswith("K=4: ")  # the fixed-K reason, not the confidence stop's
-    _, out, _ = run_cli(base, capsys)
-    default = json.loads(out)["plans"][0]
-    assert "--spec-draft-p-min 0.75" in default["launch"]["command"] and "draft-p-min 0.75" in default["reasons"][-1]
+    # no --k: the plan takes llama-server's stop (p-min 0.75); every round drafting K is priced beside it and
+    # named when it prices better (a 4-bit k-quant on Metal: the stop's short rounds run plain mul_mv)
+    plans = {}
+    for flag in ([], ["--draft-p-min", "0"], ["--draft-p-min", "0.75"]):
+        _, out, _ = run_cli([*base, "--weights-dtype", "q4_k", *flag], capsys)
+        plans[tuple(flag)] = json.loads(out)["plans"][0]
+    stop, fixed_k = plans[("--draft-p-min", "0.75")], plans[("--draft-p-min", "0")]
+    assert plans[()]["speedup"] == stop["speedup"] and plans[()]["launch"] == stop["launch"]
+    assert fixed_k["speedup"] > 1.05 * stop["speedup"]
+    assert any(r.startswith(f"every round drafting K={fixed_k['k']} (--draft-p-min 0) prices {fixed_k['speedup']:.2f}x")
+               for r in plans[()]["reasons"])
     # an engine without a confidence stop takes --k as before
     rc, out, _ = run_cli(["recommend", "qwen2.5-7b-instruct", "--candidates", "qwen2.5-0.5b-instruct", "--machine",
                           "h100-sxm", "--engine", "vllm", "--k", "3", "--json"], capsys)

@@ -279,7 +279,7 @@ class Engine:
     # confidence-stopped drafting (speed/adaptive.py): the engine's flags and defaults, with their source;
     # "" = every round drafts K (the engine has no such stop)
     confidence_stop: str = ""
-    default_stop: tuple[float, int] | None = None  # (p_min, n_min) the engine drafts with unless told otherwise
+    default_stop: tuple[float, int] | None = None  # (p_min, n_min) priced beside every-round-K (drafting_stop.py)
     methods: Mapping[str, str] = field(default_factory=lambda: {DRAFT_MODEL: "a separate draft model"})
     method_refusals: Mapping[str, str] = field(default_factory=dict)
 

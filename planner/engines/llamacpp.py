@@ -380,9 +380,11 @@ ENGINE = Engine(
     verify_backend={"gpu": "llama.cpp-cuda", "apple": "llama.cpp-metal", "cpu": "llama.cpp-cpu"},
     confidence_stop=("--spec-draft-p-min P --spec-draft-n-min N (older builds: --draft-p-min, --draft-min): "
                      "common_speculative_gen_draft keeps each draft token and stops after the first under p_min; "
-                     "drafts under n_min are dropped. Defaults: n_max 16, n_min 0, p_min 0.75 (common/common.h "
+                     "drafts under n_min are dropped. Defaults: current builds n_max 3, n_min 0, p_min 0.0 "
+                     "(common/arg.cpp:4140-4197 @ 0c1e570); 16, 0, 0.75 through 2025 and early 2026 (common/common.h "
                      "common_params_speculative); 16, 5, 0.9 when llama-server gained drafting (common/speculative.h, "
                      "PR #10455, Nov 2024)"),
+    # priced beside every round drafting K (plan/drafting_stop.py): llama-server's default p-min of 2025-early 2026
     default_stop=(0.75, 0),
     methods={DRAFT_MODEL: "--spec-type draft-simple -md DRAFT.gguf (common/arg.cpp:4241, :4249)",
              EAGLE3: "--spec-type draft-eagle3 -md HEAD.gguf (common/speculative.cpp:36, PR #18039)",

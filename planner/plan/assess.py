@@ -22,9 +22,10 @@ from ..speed import acceptance as acc
 from ..speed import model as speed
 from ..speed.adaptive import Adaptive
 from ..speed.adaptive_predict import predict_plan
+from ..speed.model import Costs
 from . import load
 from . import recommend as plan
-from .drafting_stop import policy_for
+from .drafting_stop import policies_for
 from .scenario import Scenario
 
 
@@ -139,9 +140,7 @@ def assess_speed(sc: Scenario, compat: Compatibility) -> Speed:
         raise UsageError(f"Cannot judge deployment '{d.name}' at k = {d.k} on '{sc.label}': its costs cover "
                          f"K <= {len(costs.verify_s) - 1} (expected k within the profile). Probe with a larger "
                          f"--max-k or lower k.")
-    policy = policy_for(sc.settings.engine, sc.method.kind, Adaptive(0.0) if d.k is not None else None)
-    pred = predict_plan(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=max(k_top, d.k or 1),
-                        verify_bounds=costs.verify_bounds, overhead_low_s=costs.overhead_low_s, adaptive=policy)
+    pred, policy = policy_prediction(sc, costs, alpha, max(k_top, d.k or 1))
     k = d.k or pred.k_best
     # the interval at the K judged (the deployment's, else the best): predict() at that K
     at_k = predict_plan(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=max(k_top, d.k or 1),
@@ -156,6 +155,16 @@ def assess_speed(sc: Scenario, compat: Compatibility) -> Speed:
         notes.append(f"profile measured '{prof.target.id}', not '{sc.target.id}'")
     return Speed(costs=costs, acceptance=alpha, prediction=pred, k=k, fixed_k=d.k is not None, speedup=s_mid,
                  speedup_low=s_low, speedup_high=s_high, notes=tuple(notes))
+
+
+def policy_prediction(sc: Scenario, costs: Costs, alpha: acc.Acceptance,
+                k_max: int) -> tuple[speed.Prediction, Adaptive | None]:
+    """The deployment's prediction under its drafting policy (drafting_stop.policies_for, the first); a
+    deployment's k fixes K (every round drafts k)."""
+    asked = Adaptive(0.0) if sc.deployment.k is not None else None
+    policy = policies_for(sc.settings.engine, sc.method.kind if sc.method else "", asked)[0]
+    return predict_plan(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k_max,
+                        verify_bounds=costs.verify_bounds, overhead_low_s=costs.overhead_low_s, adaptive=policy), policy
 
 
 def load_curve(sc: Scenario, peak: int) -> tuple[load.BatchPoint, ...]:
@@ -178,12 +187,12 @@ def load_curve(sc: Scenario, peak: int) -> tuple[load.BatchPoint, ...]:
     problem = fit.Problem(sc.target, sc.machine, sc.settings, sc.layout, draft=sc.draft,
                           utilization=d.utilization)
     batches = sorted({*(1 << i for i in range(peak.bit_length()) if 1 << i <= peak), peak})
+    policy = policies_for(sc.settings.engine, sc.method.kind, Adaptive(0.0) if d.k is not None else None)[0]
 
     def at(b: int) -> load.BatchPoint:
         s = replace(sc.settings, batch=b)
         return load.batch_point(b, problem, plan.roofline_costs(sc.target, sc.method, roof, s, k_max), alpha,
-                                k_max, k_fixed=d.k, adaptive=policy_for(sc.settings.engine, sc.method.kind,
-                                                                        Adaptive(0.0) if d.k is not None else None))
+                                k_max, k_fixed=d.k, adaptive=policy)
     return load.batch_curve(batches, at)
 
 

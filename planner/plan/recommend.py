@@ -34,7 +34,7 @@ from ..speed.adaptive import Adaptive
 from ..speed.adaptive_predict import predict_plan
 from ..speed.model import Costs
 from . import load
-from .drafting_stop import policy_for
+from .drafting_stop import policies_for
 from .load import BatchPoint
 from .roof import bandwidth_share, compute_share, roofline_machine  # noqa: F401  (plan.roofline_machine)
 
@@ -72,6 +72,7 @@ class Option:
     prediction: speed.Prediction | None = None
     launch: dict[str, Any] = field(default_factory=dict)
     style_match: bool = True  # base/instruct style equals the target's (or unknown)
+    stop: Adaptive | None = None  # the confidence stop the plan is priced under (None: every round drafts K)
     per_batch: tuple[BatchPoint, ...] = ()  # the plan at each concurrency of a --batch list (plan/load.py)
     crossover_batch: int | None = None  # smallest of those where speculation stops paying
     method: DraftingMethod | None = field(default=None, compare=False, repr=False)  # what was priced
@@ -206,11 +207,14 @@ def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compat
     devs = fit.evaluate(problem, problem.settings.context, problem.settings.batch)
     headroom = min(d.headroom_bytes for d in devs)
     verdict, fallback, compatible = compat.verdict, compat.fallback, compat.runs
-    policy = policy_for(engine, method.kind, adaptive)
-    pred = predict_plan(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k_max,
-                        verify_bounds=costs.verify_bounds, k_fixed=k_fixed, overhead_low_s=costs.overhead_low_s,
-                        adaptive=policy)
+    priced = [(predict_plan(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k_max,
+                            verify_bounds=costs.verify_bounds, k_fixed=k_fixed, overhead_low_s=costs.overhead_low_s,
+                            adaptive=p), p) for p in policies_for(engine, method.kind, adaptive)]
+    (pred, policy), others = priced[0], priced[1:]  # the first policy is the plan; the others are priced beside it
     reasons = list(pred.reasons)
+    reasons += [f"every round drafting K={o.k_best} (--draft-p-min 0) prices {o.speedup:.2f}x against "
+                f"{pred.speedup:.2f}x with the confidence stop (the stop is what published llama-server sweeps ran)"
+                for o, p in others if p is None and o.speedup > 1.05 * pred.speedup]
     if headroom < 0:
         reasons.insert(0, f"does not fit: {-headroom:,} B over the tightest device's budget")
     if not compatible:
@@ -227,7 +231,7 @@ def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compat
                   fits=headroom >= 0, headroom_bytes=headroom, compatible=compatible, fallback=fallback,
                   reasons=tuple(reasons), acceptance=alpha, costs_source=costs.source,
                   baseline_tokens_per_s=1.0 / costs.verify_s[0], prediction=pred,
-                  launch=launch, style_match=_style_match(problem.target, method.resident_model()),
+                  launch=launch, style_match=_style_match(problem.target, method.resident_model()), stop=policy,
                   method=method, problem=problem)
 
 
@@ -335,7 +339,7 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
                                            launch_in, engine, k_fixed=k_fixed, adaptive=adaptive))
     if batches and len(set(batches)) > 1:
         if roofline_costs_used:
-            options = [under_load(o, batches, k_max, k_fixed, costs_for, adaptive) if o.usable else o for o in options]
+            options = [under_load(o, batches, k_max, k_fixed, costs_for) if o.usable else o for o in options]
         else:
             notes.append("--batch list: measured costs are for one sequence; the per-batch curve needs the roofline")
     ranked = rank(options)
@@ -346,16 +350,14 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
                           tokenizer_family=family, tokenizer_match=how, notes=tuple(notes))
 
 
-def under_load(o: Option, batches: Sequence[int], k_max: int, k_fixed: int | None, costs_for: Any,
-               adaptive: Adaptive | None = None) -> Option:
+def under_load(o: Option, batches: Sequence[int], k_max: int, k_fixed: int | None, costs_for: Any) -> Option:
     """The option at every concurrency of `batches` (costs re-priced at each) and its crossover."""
     method, problem = o.method, o.problem
 
     def point(b: int) -> BatchPoint:
         s = replace(problem.settings, batch=b)
         q = replace(problem, settings=s, draft_settings=method.settings_for(s))
-        return load.batch_point(b, q, costs_for(method, s), o.acceptance, k_max, k_fixed,
-                                adaptive=policy_for(o.problem.settings.engine, method.kind, adaptive))
+        return load.batch_point(b, q, costs_for(method, s), o.acceptance, k_max, k_fixed, adaptive=o.stop)
     points = load.batch_curve(batches, point)
     notes = load.load_notes(points, o.k, method.resident_model(), problem.settings)
     return replace(o, per_batch=points, crossover_batch=load.crossover_batch(points), reasons=(*o.reasons, *notes))
