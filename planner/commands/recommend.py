@@ -382,6 +382,10 @@ def recommendation_text(rec: Any, machine_label: str | None = None, show_all: bo
     else:
         lines.append("RECOMMENDED  no speculation: plain decoding")
     lines += [x for r in c.reasons for x in wrap(f"- {r}", indent="  ")]
+    if c.baseline_tokens_per_s:  # the figure users hold against their own plain decode first
+        with_plan = f"; with the plan {c.baseline_tokens_per_s * c.speedup:.1f}" if c.draft else ""
+        lines += wrap(f"baseline: plain decoding {c.baseline_tokens_per_s:.1f} tok/s per sequence predicted{with_plan} "
+                      f"(check the baseline against your own first: the speed-up is relative to it)")
     if c.per_batch:
         cross = (f"speculation stops paying at {c.crossover_batch} concurrent sequences" if c.crossover_batch
                  else f"speculation pays up to {c.per_batch[-1].batch} concurrent sequences")
