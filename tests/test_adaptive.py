@@ -103,6 +103,7 @@ def test_k_alone_fixes_k_and_the_default_plan_takes_llama_servers_stop(capsys):
     fixed = json.loads(out)["plans"][0]
     assert fixed["k"] == 4 and "--spec-draft-p-min 0.0" in fixed["launch"]["command"]
     assert fixed["reasons"][-1].startswith("K=4: ")  # the fixed-K reason, not the confidence stop's
+    assert fixed["drafting_stop"] is None
     # no --k: the plan takes llama-server's stop (p-min 0.75); every round drafting K is priced beside it and
     # named when it prices better (a 4-bit k-quant on Metal: the stop's short rounds run plain mul_mv)
     plans = {}
@@ -111,6 +112,7 @@ def test_k_alone_fixes_k_and_the_default_plan_takes_llama_servers_stop(capsys):
         plans[tuple(flag)] = json.loads(out)["plans"][0]
     stop, fixed_k = plans[("--draft-p-min", "0.75")], plans[("--draft-p-min", "0")]
     assert plans[()]["speedup"] == stop["speedup"] and plans[()]["launch"] == stop["launch"]
+    assert plans[()]["drafting_stop"] == {"p_min": 0.75, "n_min": 0}
     assert fixed_k["speedup"] > 1.05 * stop["speedup"]
     assert any(r.startswith(f"every round drafting K={fixed_k['k']} (--draft-p-min 0) prices {fixed_k['speedup']:.2f}x")
                for r in plans[()]["reasons"])

@@ -265,6 +265,9 @@ def option_json(o: Any) -> dict[str, Any]:
                if o.per_batch else {}),
             "break_even_alpha": o.prediction.break_even_alpha if o.prediction else None,
             "speedup_by_k": [round(x, 4) for x in o.prediction.speedup_by_k] if o.prediction else [],
+            # how K drafts: every round (null), or stopping after the first draft token under p_min (llama.cpp)
+            "drafting_stop": ({"p_min": o.stop.p_min, "n_min": o.stop.n_min}
+                              if getattr(o, "stop", None) is not None and o.stop.p_min > 0 else None),
             "launch": o.launch}
 
 
