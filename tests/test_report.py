@@ -127,6 +127,16 @@ def test_markdown_report_writes_images_beside_it(tmp_path, capsys):
         svg_root((out.parent / name).read_bytes())
 
 
+def test_report_plans_at_the_deployments_weights_format(tmp_path, capsys):
+    # the report's plan (and its launch command) takes --weights-dtype, as `planner recommend` does
+    out = tmp_path / "q4.md"
+    code, _, err = run(["report", "qwen2.5-14b-instruct", "--machine", "m4-max-128gb", "--engine", "llama.cpp",
+                        "--weights-dtype", "q4_k", "--out", str(out)], capsys)
+    assert code == 0, err
+    commands = [ln for ln in out.read_text().splitlines() if ln.startswith("llama-server ")]
+    assert commands and all("-m Qwen2.5-14B-Instruct-Q4_K_M.gguf" in c for c in commands)
+
+
 def test_report_with_profile_shows_measured_curve(tmp_path, capsys):
     verify, t_d, t_o = (0.02, 0.0205, 0.021, 0.0215, 0.022), 0.002, 0.0005
     prof = write_profile(tmp_path / "probe.json", verify=verify, t_d=t_d, t_o=t_o)

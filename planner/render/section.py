@@ -23,6 +23,7 @@ from ..plan.load import BatchPoint
 from ..plan.scenario import Scenario
 from ..sources import load_spec
 from ..speed import roofline
+from ..speed.adaptive import Adaptive
 from .document import Section
 
 
@@ -42,7 +43,8 @@ def recommend_for(sc: Scenario) -> tuple[plan.Recommendation | None, str | None]
                              candidates=cands, costs_for=cost_fn, given_acceptance=sc.given_acceptance,
                              measured_acceptance={sc.method.label: measured} if measured else None, k_max=k_top,
                              kv_dtypes=[d.kv_dtype] if d.kv_dtype else None, utilization=d.utilization,
-                             temperature=d.temperature)
+                             temperature=d.temperature, weights_dtype=sc.settings.weights_dtype, k_fixed=d.k,
+                             adaptive=Adaptive(0.0) if d.k is not None else None)
     except (MachineError, UsageError) as e:
         return None, str(e)
     return rec, None
