@@ -104,3 +104,18 @@ def test_a_bad_gpu_core_count_is_refused():
     missing = {**entry, "sources": {k: v for k, v in entry["sources"].items() if k != "gpu_cores"}}
     with pytest.raises(MachineError, match=r"sources\.gpu_cores"):
         machine_catalog.validate_entry(missing, "test")
+
+
+def test_mlx_streams_at_the_one_die_share_and_the_ultra_share_on_two_dies():
+    # mlx-engine PR #83 / LM Studio blog (M3 Pro: 0.83-0.90 of 150 GB/s) vs ml-explore/mlx #1861 (M2 Ultra: 0.73)
+    from planner.fits.fit import default_layout
+    from planner.plan.roof import roofline_machine, share_kind
+
+    pro, ultra = get_machine("m3-pro-36gb"), get_machine("m2-ultra-192gb")
+    assert (share_kind(pro), share_kind(ultra), share_kind(get_machine("h100-sxm"))) == ("apple", "apple-ultra", "gpu")
+    for m, share in ((pro, 0.85), (ultra, 0.73)):
+        roof = roofline_machine(m, default_layout(1, "mlx"), "mlx")
+        assert roof.bandwidth_bytes_per_s == pytest.approx(m.bandwidth_bytes_per_s * share)
+    # llama.cpp keeps one Apple share (its Metal kernel model is calibrated at it on an M2 Ultra)
+    assert roofline_machine(ultra, default_layout(1, "llama.cpp"), "llama.cpp").bandwidth_bytes_per_s == \
+        pytest.approx(ultra.bandwidth_bytes_per_s * 0.85)

@@ -124,7 +124,12 @@ ENGINE = Engine(
                "closed unmerged)",
         EARLY_EXIT: "mlx-lm has no early-exit self-speculation (only --draft-model, mlx_lm/server.py:1953)"},
     bandwidth_efficiency={
-        # mlx-lm Qwen2.5-32B 4-bit on M2 Ultra: 31.77 t/s x ~18.4 GB = 0.73 of 800 GB/s (ml-explore/mlx PR #1861)
-        "apple": (0.73, "mlx-lm decode reaches 0.73 of peak bandwidth (Qwen2.5-32B 4-bit, M2 Ultra, mlx PR #1861)"),
+        # single die: M3 Pro Qwen2.5-7B 4-bit 29.21 t/s x 4.28 GB = 0.83 of 150 GB/s (lmstudio-ai/mlx-engine PR #83),
+        # Qwen2.5-32B 4-bit 7.30 t/s x 18.4 GB = 0.90 (LM Studio 0.3.10 blog)
+        "apple": (0.85, "MLX decode reaches 0.83-0.90 of peak bandwidth on one die (M3 Pro: mlx-engine PR #83, LM "
+                        "Studio 0.3.10 blog): 0.85 taken"),
+        # two dies (UltraFusion): mlx-lm Qwen2.5-32B 4-bit on M2 Ultra 31.77 t/s x ~18.4 GB = 0.73 of 800 GB/s (mlx #1861)
+        "apple-ultra": (0.73, "MLX decode on a two-die Ultra reaches 0.73 of peak bandwidth (Qwen2.5-32B 4-bit, M2 "
+                              "Ultra, ml-explore/mlx PR #1861)"),
     },
 )

@@ -33,7 +33,7 @@ def roofline_machine(machine: Machine, layout: fit.Layout, engine: str | None = 
     # GPUs: the share of peak tensor FLOP/s the engine's GEMMs reach (Engine.compute_efficiency)
     eff = CPU_MATMUL_EFFICIENCY if machine.kind == "cpu" else compute_share(engine, machine.kind)[0]
     flops = {k: (v * tp * eff if v else v) for k, v in machine.peak_flops.items()}
-    share, _ = bandwidth_share(engine, machine.kind)
+    share, _ = bandwidth_share(engine, share_kind(machine))
     link, latency = machine.interconnect or (None, 0.0)
     return roofline.Roof(bandwidth_bytes_per_s=machine.bandwidth_bytes_per_s * tp * share, peak_flops=flops,
                          name=machine.name, kind=machine.kind, tp=tp, link_bytes_per_s=link, link_latency_s=latency,
@@ -47,8 +47,18 @@ def compute_share(engine: str | None, kind: str) -> tuple[float, str]:
     return engines.get(engine).compute_efficiency.get(kind, (1.0, "peak FLOP/s (no measured share)"))
 
 
+def share_kind(machine: Machine) -> str:
+    """The key a machine's achieved bandwidth share is catalogued under: its kind, or "apple-ultra" for the
+    two-die Apple Ultra chips (UltraFusion: decode reaches a lower share of the nominal figure)."""
+    name = f"{machine.name} {machine.display_name}".lower()
+    return "apple-ultra" if machine.kind == "apple" and "ultra" in name else machine.kind
+
+
 def bandwidth_share(engine: str | None, kind: str) -> tuple[float, str]:
     """(share of peak bandwidth a batch-1 decode reaches, its source) for this engine on this machine kind."""
     if engine is None:
         return 1.0, "peak bandwidth"
-    return engines.get(engine).bandwidth_efficiency.get(kind, (1.0, "peak bandwidth (no measured share)"))
+    table = engines.get(engine).bandwidth_efficiency
+    if kind not in table and kind == "apple-ultra":
+        kind = "apple"
+    return table.get(kind, (1.0, "peak bandwidth (no measured share)"))
