@@ -120,3 +120,15 @@ def test_k_alone_fixes_k_and_the_default_plan_takes_llama_servers_stop(capsys):
     rc, out, _ = run_cli(["recommend", "qwen2.5-7b-instruct", "--candidates", "qwen2.5-0.5b-instruct", "--machine",
                           "h100-sxm", "--engine", "vllm", "--k", "3", "--json"], capsys)
     assert rc == 0 and json.loads(out)["plans"][0]["k"] == 3
+
+
+def test_draft_min_alone_takes_the_engines_stop(capsys):
+    base = ["recommend", "qwen2.5-14b-instruct", "--candidates", "qwen2.5-0.5b-instruct", "--machine", "m4-max-128gb",
+            "--engine", "llama.cpp", "--weights-dtype", "q8_0", "--kv-dtype", "f16", "--json"]
+    _, out, _ = run_cli([*base, "--draft-min", "3"], capsys)
+    _, ref, _ = run_cli([*base, "--draft-p-min", "0.75", "--draft-min", "3"], capsys)
+    plan, want = json.loads(out)["plans"][0], json.loads(ref)["plans"][0]
+    assert plan["drafting_stop"] == {"p_min": 0.75, "n_min": 3} and plan["speedup"] == want["speedup"]
+    rc, _, err = run_cli(["recommend", "qwen2.5-7b-instruct", "--machine", "h100-sxm", "--engine", "vllm",
+                          "--draft-min", "3"], capsys)
+    assert rc == 2 and "--draft-min" in err and "Traceback" not in err

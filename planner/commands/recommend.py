@@ -140,6 +140,11 @@ def recommend(
     policy = Adaptive(draft_p_min, draft_min) if draft_p_min is not None else None
     if policy is None and k is not None:
         policy = Adaptive(0.0)  # --k alone fixes K: every round drafts K (llama.cpp: --spec-draft-p-min 0)
+    elif policy is None and draft_min and engines.get(eng).default_stop:
+        policy = Adaptive(engines.get(eng).default_stop[0], draft_min)  # --draft-min with the engine's stop
+    elif policy is None and draft_min:
+        raise UsageError(f"Cannot use --draft-min on {eng}: it drafts K tokens every round (only llama.cpp stops "
+                         f"drafting and drops short drafts). Drop --draft-min or use --engine llama.cpp.")
     stop = policy or (Adaptive(*engines.get(eng).default_stop) if engines.get(eng).default_stop else None)
     if stop is not None and stop.p_min > 0 and max_k == DEFAULT_MAX_K:
         max_k = ADAPTIVE_MAX_K  # a confidence stop drafts up to llama-server's n_max unless told otherwise
