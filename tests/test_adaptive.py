@@ -16,7 +16,7 @@ from planner.speed import model
 from planner.speed.adaptive import Adaptive, mean_drafted, regularized_beta, round_profile, speedup, split
 from planner.speed.adaptive_predict import predict_plan
 
-from .test_memory_truth import run_cli
+from .cli_run import run_cli
 
 POLICY = Adaptive(0.5, kappa=4.0)
 

@@ -7,7 +7,6 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
-from planner.cli import main
 from planner.fits import fit
 from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings
@@ -18,14 +17,9 @@ from planner.plan.policy import load_policy
 from planner.plan.scenario import machines_for, scenarios
 from planner.sources import load_spec
 
+from .cli_run import run_cli as run
+
 TARGET, DRAFT = "llama-3.1-8b-instruct", "llama-3.2-1b-instruct"
-
-
-def run(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 def policy(tmp_path, text, name="planner.toml"):

@@ -4,20 +4,10 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from planner.cli import main
 from planner.render import github as gh
 
+from .cli_run import run_cli as run
 from .test_check import deployment, headroom_of, policy
-
-
-def run(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
-
 
 FAILING = deployment(name="big", target="qwen2.5-14b-instruct", draft=None, machine="rtx-4090")
 

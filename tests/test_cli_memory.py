@@ -8,16 +8,8 @@ import sys
 
 import pytest
 
-from planner.cli import main
-
+from .cli_run import run_cli as run
 from .conftest import model_dir
-
-
-def run(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 def test_json_schema(tmp_path, capsys):

@@ -14,7 +14,6 @@ from dataclasses import replace
 
 import pytest
 
-from planner.cli import main
 from planner.core.constants import GiB, MiB
 from planner.core.errors import UsageError
 from planner.fits import fit as F
@@ -27,6 +26,7 @@ from planner.fits.split import stage_ranges, weight_split
 from planner.render.text import ledger_json
 from planner.sources import load_spec
 
+from .cli_run import run_cli as run
 from .conftest import model_dir
 
 # Llama-3.1-8B (bf16): golden numbers from shared/reference/models.json
@@ -309,12 +309,6 @@ def test_draft_on_its_own_device(llama8b, llama1b):
 
 
 # --- CLI ------------------------------------------------------------------------------------
-
-def run(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 def test_cli_json_schema_and_exit_codes(tmp_path, capsys):

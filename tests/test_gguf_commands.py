@@ -15,17 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from planner.cli import main
-
+from .cli_run import run_cli as run
 from .gguf_dir import gguf_test_dir
 from .test_gguf import ARR, F32, STR, lm_kv, tok_kv, write_gguf
-
-
-def run(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 def real(name: str) -> str:

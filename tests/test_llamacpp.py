@@ -23,7 +23,6 @@ from dataclasses import replace
 import pytest
 
 from planner import engines
-from planner.cli import main
 from planner.engines import llamacpp
 from planner.fits.memory import (
     Settings,
@@ -36,6 +35,7 @@ from planner.fits.memory import (
 )
 from planner.sources import load_spec
 
+from .cli_run import run_cli as run
 from .gguf_dir import gguf_test_dir
 
 MiB = 1 << 20
@@ -45,13 +45,6 @@ UBATCH = 512
 def llamacpp_compute_bytes(spec, s: Settings, context: int, **kw) -> int:
     """llama.cpp's compute buffer for `spec` under settings `s` (the engine file's formula)."""
     return llamacpp.compute_bytes(spec, context, s.batch, prefill_chunk(s, context), runs_swa(spec, s), **kw)
-
-
-def run(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 def cpp(context: int, **kw) -> Settings:

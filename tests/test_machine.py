@@ -10,13 +10,14 @@ from types import SimpleNamespace
 
 import pytest
 
-from planner.cli import main
 from planner.core.constants import GiB, MiB
 from planner.core.errors import MachineError
 from planner.fits import machine as M
 from planner.fits import machine_catalog as C
 from planner.fits import machine_detect as D
 from planner.fits import machine_lookup as L
+
+from .cli_run import run_cli as run
 
 ENTRIES = C.catalog_entries()
 REQUIRED = ["rtx-3060-12gb", "rtx-3080", "rtx-3090", "rtx-4060-ti-16gb", "rtx-4070-ti-super", "rtx-4080",
@@ -246,12 +247,6 @@ def test_run_is_bounded_and_quiet():
 
 
 # --- CLI ----------------------------------------------------------------------------------------
-
-def run(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 def test_cli_machines(capsys, host):

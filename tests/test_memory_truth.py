@@ -5,21 +5,12 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from planner.cli import main
 from planner.fits.memory import Settings, kv_per_token, model_ledger
 from planner.sources import load_spec
 
+from .cli_run import run_cli
 from .conftest import CONFIGS, model_dir
 from .safetensors_util import llama_tensors, write_sparse
-
-
-def run_cli(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 def test_confidence_exact_with_headers_high_from_config(tmp_path):

@@ -13,7 +13,6 @@ import shutil
 import pytest
 from tokenizers import Tokenizer, processors
 
-from planner.cli import main
 from planner.core.constants import catalog_dir
 from planner.core.errors import UsageError
 from planner.pairing import pair as pairing
@@ -22,19 +21,13 @@ from planner.pairing.heterogeneous import tli_acceptance
 from planner.sources import load_spec
 from planner.sources.tokenizer import fingerprint_for
 
+from .cli_run import run_cli as run
 from .test_tokenizer import BERT, bert_dir, tokenizer_dir, trained_bpe, word_tokenizer
 
 
 def check(target_dir, draft_dir, **kw) -> pairing.PairReport:
     t, d = load_spec(str(target_dir)), load_spec(str(draft_dir))
     return pairing.pair(t, d, target_tokenizer=fingerprint_for(t), draft_tokenizer=fingerprint_for(d), **kw)
-
-
-def run(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 TC = {"bos_token": "<s>", "eos_token": "</s>", "pad_token": "<pad>"}

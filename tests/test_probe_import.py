@@ -14,19 +14,13 @@ from pathlib import Path
 
 import pytest
 
-from planner.cli import main
 from planner.core import constants
 from planner.core.errors import ProfileError
 from planner.probe.importers import import_file, interpolate, profile_from_import
 
+from .cli_run import run_cli as run
+
 FIX = Path(__file__).parent / "fixtures" / "probe"
-
-
-def run(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 def test_llama_bench_markdown_verify_curve():

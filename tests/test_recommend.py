@@ -8,7 +8,6 @@ import shlex
 
 import pytest
 
-from planner.cli import main
 from planner.core.constants import DEFAULT_MAX_K
 from planner.drafting import DraftModel
 from planner.fits.fit import Layout
@@ -18,14 +17,8 @@ from planner.plan import recommend as P
 from planner.sources import load_spec
 from planner.speed.adaptive import Adaptive
 
+from .cli_run import run_cli as run
 from .conftest import model_dir
-
-
-def run(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 def test_recommend_catalog_target_offline_json(capsys):

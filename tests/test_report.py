@@ -232,7 +232,6 @@ def test_headless_chromium_screenshot_is_not_blank(tmp_path, capsys):
     assert white < 0.97
 
 
-
 def test_report_shows_the_plan_under_load_as_recommend_prices_it(tmp_path, capsys):
     """The 'Speed-up under load' table: one row per context (the deployment's, 4x, 16x), one column per
     concurrency 1..256; each cell is the speed-up `planner recommend --batch` gives for that context and B."""

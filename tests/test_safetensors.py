@@ -9,20 +9,13 @@ import numpy as np
 import pytest
 from safetensors.numpy import save_file
 
-from planner.cli import main
 from planner.core.errors import HeaderError
 from planner.sources import load_spec
 from planner.sources.safetensors import read_header
 
+from .cli_run import run_cli
 from .conftest import CONFIGS, model_dir
 from .safetensors_util import llama_tensors, write_sharded, write_sparse
-
-
-def run_cli(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 def test_llama31_8b_sparse_shards_exact(tmp_path):

@@ -14,7 +14,6 @@ from dataclasses import replace
 import pytest
 
 from planner import engines
-from planner.cli import main
 from planner.core.errors import UsageError
 from planner.fits import search
 from planner.fits.fit import Layout, Problem, default_layout, evaluate, headroom
@@ -23,19 +22,14 @@ from planner.fits.memory import Settings
 from planner.fits.split import resident_tensors
 from planner.sources import load_spec
 
+from .cli_run import run_cli as run
+
 MEM_4090 = 25757220864  # catalogs/machines/2x-rtx-4090.json memory_bytes per device
 
 
 @pytest.fixture(scope="module")
 def llama70b():
     return load_spec("llama-3.3-70b-instruct")
-
-
-def run(args, capsys):
-    with pytest.raises(SystemExit) as e:
-        main(args)
-    out = capsys.readouterr()
-    return e.value.code, out.out, out.err
 
 
 def _problem(spec, engine, machine="2x-rtx-4090", **kw):
