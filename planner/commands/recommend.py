@@ -15,19 +15,21 @@ from ..core.errors import UsageError, one_line
 from ..core.fmt import fmt_bytes
 from ..core.units import parse_batches, parse_bytes, parse_tokens
 from ..drafting import DraftModel
+from ..engines.base import DRAFT_MODEL
 from ..fits import fit as fitmod
 from ..fits import memory, search
 from ..fits.fit import default_layout
 from ..fits.machine_lookup import resolve_machine
 from ..fits.memory import Settings
 from ..plan import recommend as P
+from ..plan.drafting_stop import policies_for
 from ..probe.runner import run_synthetic
 from ..probe.settings import ProbeSettings
 from ..render import width
 from ..render.width import command_lines, python_lines, wrap
 from ..sources import load_spec
 from ..speed.acceptance import Acceptance
-from ..speed.adaptive import Adaptive
+from ..speed.adaptive import EVERY_ROUND, Adaptive
 from ..speed.profile_file import load_profile
 from ._common import app, emit, engine_for, warn
 from ._methods import parse_methods, parse_workload
@@ -139,13 +141,13 @@ def recommend(
     given = P.parse_acceptance(acceptance) if acceptance else None
     policy = Adaptive(draft_p_min, draft_min) if draft_p_min is not None else None
     if policy is None and k is not None:
-        policy = Adaptive(0.0)  # --k alone fixes K: every round drafts K (llama.cpp: --spec-draft-p-min 0)
+        policy = EVERY_ROUND  # --k alone fixes K: every round drafts K (llama.cpp: --spec-draft-p-min 0)
     elif policy is None and draft_min and engines.get(eng).default_stop:
         policy = Adaptive(engines.get(eng).default_stop[0], draft_min)  # --draft-min with the engine's stop
     elif policy is None and draft_min:
         raise UsageError(f"Cannot use --draft-min on {eng}: it drafts K tokens every round (only llama.cpp stops "
                          f"drafting and drops short drafts). Drop --draft-min or use --engine llama.cpp.")
-    stop = policy or (Adaptive(*engines.get(eng).default_stop) if engines.get(eng).default_stop else None)
+    stop = policies_for(eng, DRAFT_MODEL, policy)[0]  # the policy a draft model's plan takes
     if stop is not None and stop.p_min > 0 and max_k == DEFAULT_MAX_K:
         max_k = ADAPTIVE_MAX_K  # a confidence stop drafts up to llama-server's n_max unless told otherwise
     if k is not None and k > max_k:

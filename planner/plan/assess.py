@@ -20,7 +20,7 @@ from ..fits.memory import Settings
 from ..pairing import pair as pairing
 from ..speed import acceptance as acc
 from ..speed import model as speed
-from ..speed.adaptive import Adaptive
+from ..speed.adaptive import EVERY_ROUND, Adaptive
 from ..speed.adaptive_predict import predict_plan
 from ..speed.model import Costs
 from . import load
@@ -161,7 +161,7 @@ def policy_prediction(sc: Scenario, costs: Costs, alpha: acc.Acceptance,
                 k_max: int) -> tuple[speed.Prediction, Adaptive | None]:
     """The deployment's prediction under its drafting policy (drafting_stop.policies_for, the first); a
     deployment's k fixes K (every round drafts k)."""
-    asked = Adaptive(0.0) if sc.deployment.k is not None else None
+    asked = EVERY_ROUND if sc.deployment.k is not None else None
     policy = policies_for(sc.settings.engine, sc.method.kind if sc.method else "", asked)[0]
     return predict_plan(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k_max,
                         verify_bounds=costs.verify_bounds, overhead_low_s=costs.overhead_low_s, adaptive=policy), policy
@@ -187,7 +187,7 @@ def load_curve(sc: Scenario, peak: int) -> tuple[load.BatchPoint, ...]:
     problem = fit.Problem(sc.target, sc.machine, sc.settings, sc.layout, draft=sc.draft,
                           utilization=d.utilization)
     batches = sorted({*(1 << i for i in range(peak.bit_length()) if 1 << i <= peak), peak})
-    policy = policies_for(sc.settings.engine, sc.method.kind, Adaptive(0.0) if d.k is not None else None)[0]
+    policy = policies_for(sc.settings.engine, sc.method.kind, EVERY_ROUND if d.k is not None else None)[0]
 
     def at(b: int) -> load.BatchPoint:
         s = replace(sc.settings, batch=b)

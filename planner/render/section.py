@@ -23,7 +23,7 @@ from ..plan.load import BatchPoint
 from ..plan.scenario import Scenario
 from ..sources import load_spec
 from ..speed import roofline
-from ..speed.adaptive import Adaptive
+from ..speed.adaptive import EVERY_ROUND
 from .document import Section
 
 
@@ -44,7 +44,7 @@ def recommend_for(sc: Scenario) -> tuple[plan.Recommendation | None, str | None]
                              measured_acceptance={sc.method.label: measured} if measured else None, k_max=k_top,
                              kv_dtypes=[d.kv_dtype] if d.kv_dtype else None, utilization=d.utilization,
                              temperature=d.temperature, weights_dtype=sc.settings.weights_dtype, k_fixed=d.k,
-                             adaptive=Adaptive(0.0) if d.k is not None else None)
+                             adaptive=EVERY_ROUND if d.k is not None else None)
     except (MachineError, UsageError) as e:
         return None, str(e)
     return rec, None

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import math
 import re
+import statistics
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
@@ -213,7 +214,7 @@ def _summarise(pool: list[tuple[float, acc.PairEntry]], s: Shift, half_width: fl
     by_pub: dict[str, list[float]] = {}
     for a, e in pool:
         by_pub.setdefault(source_key(e), []).append(a)
-    median = _median([_median(v) for v in by_pub.values()])
+    median = statistics.median(statistics.median(v) for v in by_pub.values())
     centre = min(0.99, max(0.01, median + s.delta))
     # prediction interval for a measurement from a new source, n = independent publications pooled
     # (rows of one sweep share a machine, a tool and prompts): half * sqrt(1 + 1/n)
@@ -227,12 +228,6 @@ def _summarise(pool: list[tuple[float, acc.PairEntry]], s: Shift, half_width: fl
                             f"{median:.3f}; {terms}{thin}",
                       source=f"catalog: {label} measurement(s), adjusted (catalogs/acceptance.json) "
                              f"({'; '.join(pubs[:3])}{' ...' if len(pubs) > 3 else ''})")
-
-
-def _median(values: Sequence[float]) -> float:
-    v = sorted(values)
-    mid = len(v) // 2
-    return v[mid] if len(v) % 2 else (v[mid - 1] + v[mid]) / 2.0
 
 
 def source_key(entry: acc.PairEntry) -> str:

@@ -54,6 +54,9 @@ class Adaptive:
         return f"draft-p-min {self.p_min:g}" + (f", draft-min {self.n_min}" if self.n_min else "")
 
 
+EVERY_ROUND = Adaptive(0.0)  # no confidence stop: every round drafts K (llama.cpp --spec-draft-p-min 0)
+
+
 def concentration(policy: Adaptive) -> float:
     """The policy's kappa, else the catalogued one (catalogs/acceptance.json `confidence`)."""
     return policy.kappa if policy.kappa is not None else catalogued_kappa(str(catalog_dir() / "acceptance.json"))

@@ -83,6 +83,11 @@ class Physical:
     source: str
     matrix: Matrix | None = None  # the tiled matrix kernel families marked past = "matrix" switch to
 
+    def matrix_at(self, fam: str, n: int) -> Matrix | None:
+        """The matrix kernel n token rows of family `fam` run on (None: inside the vector range, or held/flat)."""
+        span = self.ranges.get(fam)
+        return self.matrix if span is not None and n > span[1] and self.past.get(fam) == "matrix" else None
+
     def passes(self, n: int) -> int:
         return math.ceil(n / self.r1ptg.get(n, n))
 

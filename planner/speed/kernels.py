@@ -171,6 +171,9 @@ def physical_ratio(backend: str, fam: str, n: int, chip: Chip, w: Weights) -> Ra
     alu = chip.alu(phys.alu_key) if phys is not None else None
     if phys is None or not alu or fam not in phys.ranges:
         return None
+    if (mk := phys.matrix_at(fam, n)) is not None:
+        # the weights stream once; the tiles' FLOPs are the roofline's compute term (roofline.forward_cost)
+        return Ratio(1.0, 1.0, 1.0, "matrix", (f"{mk.source} (n = {n}: past the vector kernels)",))
     same = [c for c in curves_for(backend, fam) if fam in c.families and c.scope == "model" and c.measured_at(n)
             and kernel_model.same_class(c.machine_prefix, c.params_b, chip, w)]
     if same:
@@ -185,9 +188,6 @@ def physical_ratio(backend: str, fam: str, n: int, chip: Chip, w: Weights) -> Ra
     values = [v for f in (pooled, *own) for one in (False, True)
               if (v := phys.ratio(n, fam, chip, w, f, single_issue=one))]
     low, high = min(values), max(values)
-    if n > phys.ranges[fam][1] and phys.past.get(fam) == "matrix" and phys.matrix is not None:
-        # the weights stream once; the tiles' FLOPs are the roofline's compute term (roofline.forward_cost)
-        return Ratio(1.0, 1.0, 1.0, "matrix", (f"{phys.matrix.source} (n = {n}: past the vector kernels)",))
     if n > phys.ranges[fam][1] and phys.past.get(fam) == "flat":
         central, low = 1.0, 1.0
     why = (f"{phys.source}; F {pooled.flop_per_weight:.2f} FLOP/weight/token, P {pooled.pass_flop:.2f} FLOP/weight per "
@@ -205,12 +205,8 @@ def matrix_kernel(backend: str | None, fam: str | None, n: int) -> kernel_model.
     if backend is None or fam is None:
         return None
     cat = _catalog(str(catalog_dir()))
-    key = cat.aliases.get(backend, backend)
-    phys = cat.physical.get(key)
-    fam = backend_family(backend, fam)
-    if phys is None or phys.matrix is None or fam not in phys.ranges:
-        return None
-    return phys.matrix if n > phys.ranges[fam][1] and phys.past.get(fam) == "matrix" else None
+    phys = cat.physical.get(cat.aliases.get(backend, backend))
+    return phys.matrix_at(backend_family(backend, fam), n) if phys is not None else None
 
 
 @lru_cache(maxsize=8)
