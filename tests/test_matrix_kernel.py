@@ -112,10 +112,42 @@ def test_mlx_streams_at_the_one_die_share_and_the_ultra_share_on_two_dies():
     from planner.plan.roof import roofline_machine, share_kind
 
     pro, ultra = get_machine("m3-pro-36gb"), get_machine("m2-ultra-192gb")
-    assert (share_kind(pro), share_kind(ultra), share_kind(get_machine("h100-sxm"))) == ("apple", "apple-ultra", "gpu")
+    assert (share_kind(pro), share_kind(ultra), share_kind(get_machine("h100-sxm")), share_kind(get_machine("rtx-4090"))) \
+        == ("apple", "apple-ultra", "gpu-hbm", "gpu")
     for m, share in ((pro, 0.85), (ultra, 0.73)):
         roof = roofline_machine(m, default_layout(1, "mlx"), "mlx")
         assert roof.bandwidth_bytes_per_s == pytest.approx(m.bandwidth_bytes_per_s * share)
     # llama.cpp keeps one Apple share (its Metal kernel model is calibrated at it on an M2 Ultra)
     assert roofline_machine(ultra, default_layout(1, "llama.cpp"), "llama.cpp").bandwidth_bytes_per_s == \
         pytest.approx(ultra.bandwidth_bytes_per_s * 0.85)
+
+
+def test_llamacpp_on_hbm_streams_at_its_own_share_and_pays_a_fixed_cost_per_forward():
+    # XiongjieDai May 2024 tg512, two-point fits 8B vs 70B Q4_K_M: t = bytes / (share x peak) + fixed
+    from planner.fits.fit import default_layout
+    from planner.plan.roof import roofline_machine
+
+    a100 = get_machine("a100-80gb")
+    roof = roofline_machine(a100, default_layout(1, "llama.cpp"), "llama.cpp")
+    fits = [(4.918e9, 42.51e9, 1 / 145.55, 1 / 25.03, 2.0e12), (4.918e9, 42.51e9, 1 / 135.04, 1 / 24.61, 2.039e12),
+            (4.918e9, 42.51e9, 1 / 140.62, 1 / 22.31, 1.935e12)]
+    shares = sorted((b70 - b8) / (t70 - t8) / peak for b8, b70, t8, t70, peak in fits)
+    assert roof.bandwidth_bytes_per_s == pytest.approx(a100.bandwidth_bytes_per_s * shares[1], rel=0.01)
+    # vLLM's share does not change on HBM (its Marlin figure is an A100's); a GDDR card keeps the GPU share
+    assert roofline_machine(a100, default_layout(1, "vllm"), "vllm").bandwidth_bytes_per_s == \
+        pytest.approx(a100.bandwidth_bytes_per_s * 0.75)
+    assert roofline_machine(get_machine("rtx-4090"), default_layout(1, "llama.cpp"), "llama.cpp").share_kind == "gpu"
+    spec = load_spec("llama-3.1-8b-instruct")
+    c = forward_cost(spec, roof, n=1, context=512, settings=Settings(context=512, engine="llama.cpp"))
+    assert c.overhead_s == pytest.approx(2.54e-3)
+
+
+def test_memory_type_is_one_of_the_known_kinds_and_sourced():
+    entry = json.loads((catalog_dir() / "machines" / "h100-sxm.json").read_text())
+    assert get_machine("h100-sxm").memory_type == "hbm" and get_machine("rtx-4090").memory_type is None
+    for bad in ("HBM", "sram", 3):
+        with pytest.raises(MachineError, match="memory_type"):
+            machine_catalog.validate_entry({**entry, "memory_type": bad}, "test")
+    missing = {**entry, "sources": {k: v for k, v in entry["sources"].items() if k != "memory_type"}}
+    with pytest.raises(MachineError, match=r"sources\.memory_type"):
+        machine_catalog.validate_entry(missing, "test")

@@ -4,12 +4,10 @@ Resident: the head without its embedding (shared with the target, heads.py), its
 cache and activations. Compatible where the engine serves EAGLE-3 (Engine.methods) and the head
 was trained for this target: the base model it names, the target's hidden size (fc reads three of
 its hidden states) and vocabulary (d2t/t2d map into it). Cost per drafted token: one forward of
-the head (one decoder layer + the draft-vocabulary lm_head) on the deployment context,
-each step with the engine's per-forward overhead as a draft model's step pays it (engines/*.py
-forward_overhead_s): vLLM PR #16937 measured 133 -> 220 tok/s on an H100 at K = 2, which leaves
-0.7-2 ms per drafted token for any acceptance length of 2.0-2.6 once the ~7.7 ms verify forward is
-paid, far above the head's 0.3 ms weight read. Chains only (top-k 1): the engines' tree drafting
-is not modelled. Acceptance prior: published EAGLE-3 measurements (catalogs/methods), this target first.
+the head (one decoder layer + the draft-vocabulary lm_head) on the deployment context plus the
+engine's draft-step overhead (Engine.draft_forward_overhead_s: the proposer loop drafts without a
+whole engine step; vLLM 0.61 ms from issue #20780, SGLang 0.11 ms from PR #4247, docs/speed.md).
+Chains only (top-k 1): the engines' tree drafting is not modelled. Acceptance prior: published EAGLE-3 measurements (catalogs/methods), this target first.
 """
 
 from __future__ import annotations

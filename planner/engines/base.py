@@ -222,7 +222,9 @@ class Engine:
     `tp_comm_bytes`, `tp_unsplit_groups`, `tp_main_device_only`, `host_input_embedding`,
     `tied_copy_on_last_stage`, `pp_vllm_stages` (vLLM's stage split), `default_split` ('tp',
     'pp' or 'single' over several devices), the suggestion ladders.
-    Speed: `forward_overhead_s` = (per forward, per layer) seconds.
+    Speed: `forward_overhead_s` = (per forward, per layer) seconds; `draft_forward_overhead_s` the same
+    for one draft step where the engine's proposer loop runs drafts without a whole engine step (vLLM,
+    SGLang: no scheduler pass, sampler or input preparation per drafted token); None = as a forward.
     Pairing: `pair_rule`, and whether the engine has a heterogeneous-vocabulary fallback.
     Plan: `kv_options` tried by recommend. Launch: `launch` renders the command(s).
     Drafting: `methods` maps each drafting method the engine runs (METHOD_KINDS) to where its source
@@ -276,6 +278,11 @@ class Engine:
     compute_efficiency: Mapping[str, tuple[float, str]] = field(default_factory=dict)
     spec_round_overhead_s: tuple[float, float] = (0.0, 0.0)
     spec_round_overhead_source: str = "not modelled"
+    # one draft step's fixed cost (per step, per draft layer) inside the proposer loop; None: a forward's
+    draft_forward_overhead_s: tuple[float, float] | None = None
+    draft_forward_overhead_source: str = ""
+    # a machine class's own per-forward cost (plan/roof.share_kind key -> ((fixed, per layer) s, source))
+    forward_overhead_by_kind: Mapping[str, tuple[tuple[float, float], str]] = field(default_factory=dict)
     # confidence-stopped drafting (speed/adaptive.py): the engine's flags and defaults, with their source;
     # "" = every round drafts K (the engine has no such stop)
     confidence_stop: str = ""

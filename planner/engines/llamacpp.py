@@ -341,6 +341,9 @@ def _draft_n(k: int, p_min: float | None = None, n_min: int = 0) -> str:
     return f" --spec-draft-n-max {k} --spec-draft-n-min {n_min} --spec-draft-p-min {p_min:g}"
 
 
+HBM_SOURCE = ("llama.cpp on HBM GPUs (XiongjieDai/GPU-Benchmarks-on-LLM-Inference, llama-bench tg512 May 2024: "
+              "8B and 70B Q4_K_M on H100 PCIe, A100 SXM4, A100 PCIe)")
+
 ENGINE = Engine(
     name=NAME,
     aliases=("llamacpp", "llama-cpp", "llama_cpp", "ollama", "lmstudio"),
@@ -353,6 +356,13 @@ ENGINE = Engine(
     forward_overhead_s=(0.0, (1 / 138.31 - 1 / 146.81) / 32),
     forward_overhead_source="kernel launches 13.1 us/layer (llama.cpp PR #6766: CUDA graphs 138.31 -> 146.81 "
                             "t/s, RTX 4090)",
+    # datacenter GPUs on HBM: batch-1 decode of 8B and 70B Q4_K_M on one GPU (llama-bench tg512, builds
+    # b2824-b2843, May 2024) lies on t = bytes / (share x peak) + a fixed cost per forward: H100 PCIe 145.55 /
+    # 25.03 t/s -> 2.54 ms, A100 SXM4 135.04 / 24.61 -> 3.06 ms, A100 PCIe 140.62 / 22.31 -> 2.18 ms (the
+    # Dec 2023 ./main figures of the same repository show the same shape); the median, 2.54 ms, taken. It is
+    # host work per llama_decode (graph build, scheduling, sampling): every draft step pays it as well.
+    forward_overhead_by_kind={"gpu-hbm": ((2.54e-3, 0.0), HBM_SOURCE + ": fixed cost per forward 2.18-3.06 ms, "
+                                                          "2.54 ms taken")},
     tokens_held=tokens_held,
     prefill_chunk=prefill_chunk,
     pair_rule=pair_rule,
@@ -397,6 +407,10 @@ ENGINE = Engine(
         # = 0.55 of 1008 GB/s (PR #6766); RTX 3060 Llama-3.1-8B Q8_0 32.49 t/s x 8.5 GB = 0.77 of 360 GB/s (#5877)
         "gpu": (0.66, "llama.cpp CUDA decode reaches 0.55-0.77 of peak bandwidth (PR #6766 RTX 4090 Q4_0; #5877 "
                       "RTX 3060 Q8_0): 0.66 taken"),
+        # the same two-point fits: H100 PCIe 0.568, A100 SXM4 0.555, A100 PCIe 0.515 of peak (GDDR cards in the
+        # same runs: L40S 0.78, RTX A6000 0.84); NVIDIA's engineers note the mat-vec kernels leave large headroom
+        # on HBM (llama.cpp issue #9817)
+        "gpu-hbm": (0.555, HBM_SOURCE + ": streaming share 0.515-0.568 of peak, 0.555 taken"),
         # Metal: M4 Max 14B Q8_0 30.03 t/s x 15.7 GB = 0.86, FP16 16.82 t/s x 29.5 GB = 0.91 of 546 GB/s
         # (draftbench, February 2026)
         "apple": (0.85, "llama.cpp Metal decode reaches 0.86-0.91 of peak bandwidth (draftbench, M4 Max): 0.85 taken"),

@@ -154,12 +154,22 @@ ENGINE = Engine(
     summary="vLLM: paged KV in 16-token blocks, CUDA graphs, draft_model / EAGLE speculation",
     overhead_bytes=NON_TORCH_BYTES,
     overhead_source="vLLM non-torch memory 1.79 GiB at TP1 (vLLM PR #10511)",
-    # per-step CPU work (scheduler, input prep, sampler) outside the CUDA graph: V1 TPOT of 2.64-2.73 ms
-    # for Llama-3.2-1B (PR #17866) is ~2 ms above its ~0.7 ms weight read on an H100-class GPU; V0
-    # showed ~4 ms GPU bubbles per decode step (RFC #6854). 2 ms taken.
-    forward_overhead_s=(2.0e-3, 0.0),
-    forward_overhead_source="per-step CPU work ~2 ms (vLLM PR #17866 TPOT 2.6-2.7 ms for a 1B model; RFC #6854 "
-                            "~4 ms in V0)",
+    # per-step CPU work (scheduler, input prep, sampler) outside the CUDA graph, measured as batch-1 TPOT
+    # above the weight stream at the 0.75 share: V1 Llama-3.1-8B on an H100 7.07 ms (issue #20780) and
+    # 7.52 ms (133 tok/s, PR #16937) against 6.39 ms = 0.68 and 1.13 ms; Llama-3.2-1B TPOT 2.64-2.73 ms
+    # (PR #17866) ~1.9 ms above its ~0.8 ms read. The median, 1.1 ms, taken (V0 showed ~4 ms, RFC #6854).
+    forward_overhead_s=(1.1e-3, 0.0),
+    forward_overhead_source="per-step CPU work ~1.1 ms (median of V1 batch-1 TPOT above the weight stream: 0.68 ms "
+                            "issue #20780, 1.13 ms PR #16937 (Llama-3.1-8B, H100), 1.9 ms PR #17866 (Llama-3.2-1B))",
+    # a draft step runs in the proposer's loop (vllm/v1/spec_decode/eagle.py propose: one head forward per
+    # drafted token, no scheduler pass or sampler): issue #20780 EAGLE-3 K = 4, TPOT 4.05 ms at acceptance
+    # length 3.08 = 12.47 ms a round, less the verify of 5 tokens (7.07 ms x 1.13, the cuda-serving float
+    # curve) and the machinery (0.78 ms, #49548), leaves 0.93 ms per drafted token, 0.61 ms above the
+    # head's 0.32 ms weight read
+    draft_forward_overhead_s=(0.61e-3, 0.0),
+    draft_forward_overhead_source="0.61 ms per draft step in the proposer loop (vLLM issue #20780: EAGLE-3 K = 4 on "
+                                  "Llama-3.1-8B, TPOT 4.05 vs 7.07 ms at acceptance length 3.08, less verify and "
+                                  "machinery)",
     tokens_held=tokens_held,
     prefill_chunk=prefill_chunk,
     pair_rule=pair_rule,

@@ -22,7 +22,8 @@ from .machine import FLOP_DTYPES, KINDS, MAX_DEVICES, Device, Machine
 SOURCE_KEYS = ("memory", "bandwidth", "flops")
 REQUIRED_KEYS = ("name", "display_name", "kind", "vendor", "memory_bytes", "devices", "bandwidth_bytes_per_s",
                  "peak_flops", "usable_fraction", "sources")
-OPTIONAL_KEYS = ("device_names", "notes", "interconnect", "host_bandwidth_bytes_per_s", "gpu_cores")  # host: a sources.host_bandwidth
+OPTIONAL_KEYS = ("device_names", "notes", "interconnect", "host_bandwidth_bytes_per_s", "gpu_cores", "memory_type")  # host: a sources.host_bandwidth
+MEMORY_TYPES = ("hbm", "gddr", "lpddr", "ddr")
 
 
 def machines_dir() -> Path:
@@ -110,6 +111,12 @@ def validate_entry(entry: Any, origin: str) -> dict[str, Any]:
             raise _bad(origin, "'gpu_cores' must be a whole number of GPU cores in 1..4096", "an int", cores)
         if not isinstance(sources.get("gpu_cores"), str) or not sources["gpu_cores"].strip():
             raise _bad(origin, "'gpu_cores' needs sources.gpu_cores", "a string", sources)
+    mem = entry.get("memory_type")
+    if mem is not None:
+        if mem not in MEMORY_TYPES:
+            raise _bad(origin, f"'memory_type' must be one of {', '.join(MEMORY_TYPES)}", "a string", mem)
+        if not isinstance(sources.get("memory_type"), str) or not sources["memory_type"].strip():
+            raise _bad(origin, "'memory_type' needs sources.memory_type", "a string", sources)
     names = entry.get("device_names", [])
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise _bad(origin, "'device_names' must be a list of strings", "a list", names)
@@ -134,7 +141,8 @@ def machine_from_entry(entry: Mapping[str, Any], origin: str, kind_of_origin: st
                    device_names=tuple(e.get("device_names", [])),
                    interconnect=(e["interconnect"]["bytes_per_s"], float(e["interconnect"]["latency_s"]))
                    if e.get("interconnect") else None,
-                   host_bandwidth_bytes_per_s=e.get("host_bandwidth_bytes_per_s"), gpu_cores=e.get("gpu_cores"))
+                   host_bandwidth_bytes_per_s=e.get("host_bandwidth_bytes_per_s"), gpu_cores=e.get("gpu_cores"),
+                   memory_type=e.get("memory_type"))
 
 
 def read_entry(path: str | Path) -> dict[str, Any]:

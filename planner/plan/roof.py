@@ -37,7 +37,7 @@ def roofline_machine(machine: Machine, layout: fit.Layout, engine: str | None = 
     link, latency = machine.interconnect or (None, 0.0)
     return roofline.Roof(bandwidth_bytes_per_s=machine.bandwidth_bytes_per_s * tp * share, peak_flops=flops,
                          name=machine.name, kind=machine.kind, tp=tp, link_bytes_per_s=link, link_latency_s=latency,
-                         gpu_cores=machine.gpu_cores)
+                         gpu_cores=machine.gpu_cores, share_kind=share_kind(machine))
 
 
 def compute_share(engine: str | None, kind: str) -> tuple[float, str]:
@@ -48,10 +48,13 @@ def compute_share(engine: str | None, kind: str) -> tuple[float, str]:
 
 
 def share_kind(machine: Machine) -> str:
-    """The key a machine's achieved bandwidth share is catalogued under: its kind, or "apple-ultra" for the
-    two-die Apple Ultra chips (UltraFusion: decode reaches a lower share of the nominal figure)."""
+    """The key a machine's achieved bandwidth share is catalogued under: its kind, "apple-ultra" for the
+    two-die Apple Ultra chips (UltraFusion: decode reaches a lower share of the nominal figure), or
+    "gpu-hbm" for GPUs on HBM (mat-vec kernels tuned on GDDR cards keep too few bytes in flight there)."""
     name = f"{machine.name} {machine.display_name}".lower()
-    return "apple-ultra" if machine.kind == "apple" and "ultra" in name else machine.kind
+    if machine.kind == "apple" and "ultra" in name:
+        return "apple-ultra"
+    return "gpu-hbm" if machine.kind == "gpu" and machine.memory_type == "hbm" else machine.kind
 
 
 def bandwidth_share(engine: str | None, kind: str) -> tuple[float, str]:
@@ -59,6 +62,10 @@ def bandwidth_share(engine: str | None, kind: str) -> tuple[float, str]:
     if engine is None:
         return 1.0, "peak bandwidth"
     table = engines.get(engine).bandwidth_efficiency
-    if kind not in table and kind == "apple-ultra":
-        kind = "apple"
+    if kind not in table:
+        kind = SHARE_FALLBACK.get(kind, kind)
     return table.get(kind, (1.0, "peak bandwidth (no measured share)"))
+
+
+# a share key the engine does not catalogue falls back to its machine kind's
+SHARE_FALLBACK = {"apple-ultra": "apple", "gpu-hbm": "gpu"}

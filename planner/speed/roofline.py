@@ -58,6 +58,7 @@ class Roof:
     link_bytes_per_s: float | None = None  # device-to-device bandwidth per rank (None: not catalogued)
     link_latency_s: float = 0.0  # one small all-reduce
     gpu_cores: int | None = None  # Apple GPU cores (the tiled matmul's occupancy); None: not catalogued
+    share_kind: str | None = None  # the machine's bandwidth-share key (plan/roof.share_kind, e.g. gpu-hbm)
 
 
 @dataclass(frozen=True)
@@ -165,12 +166,21 @@ def peak_flops_for(spec: ModelSpec, s: Settings, machine: MachineLike, compute_d
 
 # --- overhead and the composed cost -----------------------------------------------------
 
-def engine_overhead_s(engine: str, n_layers: int) -> tuple[float, str]:
-    """Per-forward engine overhead (named default per engine) and its source.
+def engine_overhead_s(engine: str, n_layers: int, *, draft: bool = False,
+                      share_kind: str | None = None) -> tuple[float, str]:
+    """Per-forward engine overhead (named default per engine) and its source; `draft`: one draft step's.
 
     # overhead = fixed per forward + per layer * n_layers   (Engine.forward_overhead_s, engines/*.py)
+    # on a machine class with its own measured cost: Engine.forward_overhead_by_kind[share_kind]
+    # a draft step: Engine.draft_forward_overhead_s where the engine's proposer loop has its own cost
     """
     e = engines.get(engine)
+    if draft and e.draft_forward_overhead_s is not None:
+        fixed, per_layer = e.draft_forward_overhead_s
+        return fixed + per_layer * n_layers, e.draft_forward_overhead_source
+    if share_kind in e.forward_overhead_by_kind:
+        (fixed, per_layer), why = e.forward_overhead_by_kind[share_kind]
+        return fixed + per_layer * n_layers, why
     fixed, per_layer = e.forward_overhead_s
     return fixed + per_layer * n_layers, e.forward_overhead_source
 
@@ -266,7 +276,7 @@ def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int,
     beyond = (beyond_curve_s(spec, s, machine, n * batch, comp_s)
               if batch > 1 and r.basis not in ("none", "matrix") else 0.0)
     if overhead_s is None:
-        overhead_s, why = engine_overhead_s(s.engine, spec.n_layers)
+        overhead_s, why = engine_overhead_s(s.engine, spec.n_layers, share_kind=getattr(machine, "share_kind", None))
     else:
         why = "given"
     comm = allreduce_s(spec, machine, n * batch)
@@ -368,7 +378,10 @@ def verify_costs(spec: ModelSpec, machine: MachineLike, *, context: int, n_max: 
 
 def draft_step_s(spec: ModelSpec, machine: MachineLike, *, context: int, settings: Settings | None = None,
                  overhead_s: float | None = None) -> float:
-    """Roofline t_d: one draft forward of one token on the same prefix."""
+    """Roofline t_d: one draft forward of one token on the same prefix, with the engine's draft-step overhead."""
+    if overhead_s is None:
+        overhead_s = engine_overhead_s((settings or Settings(context=context)).engine, spec.n_layers, draft=True,
+                                       share_kind=getattr(machine, "share_kind", None))[0]
     return forward_cost(spec, machine, n=1, context=context, settings=settings, overhead_s=overhead_s).seconds
 
 
