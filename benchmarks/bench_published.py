@@ -6,7 +6,10 @@ For each entry of benchmarks/data/published_measurements.json the CLI runs in th
 offline (HF_HUB_OFFLINE=1):
 
   planner recommend TARGET --candidates DRAFT --machine M --engine E --weights-dtype WT
-                   [--draft-weights-dtype WD] [--k N] --json
+                   [--draft-weights-dtype WD] [--k N] [--batch B] [--context C] --json
+
+(an entry whose `method` is not a separate draft model -- eagle3, mtp, ngram -- runs `--method M`
+instead of `--candidates`: the tool picks the catalogued head; `draft` then names what was measured)
 
 and plans[0] gives the prediction: speedup, speedup_interval, verdict, baseline_tokens_per_s.
 An entry is "not expressible" when its engine, machine, target, weights dtype or draft is null
@@ -123,8 +126,13 @@ def origin_key(entry: dict[str, Any]) -> str:
 
 def cli_args(entry: dict[str, Any], *, drop: Iterable[str] = ()) -> list[str]:
     """`recommend` argv for an expressible entry, without the flags in `drop`."""
-    argv = ["recommend", entry["target"], "--candidates", entry["draft"], "--machine", entry["machine"],
+    method = entry.get("method") or "draft_model"
+    drafts = ["--candidates", entry["draft"]] if method == "draft_model" else ["--method", method]
+    argv = ["recommend", entry["target"], *drafts, "--machine", entry["machine"],
             "--engine", entry["engine"], "--weights-dtype", entry["weights_dtype"]]
+    for field, flag in (("batch", "--batch"), ("context", "--context")):
+        if entry.get(field) is not None:
+            argv += [flag, str(entry[field])]
     if entry.get("draft_weights_dtype") and "--draft-weights-dtype" not in drop:
         argv += ["--draft-weights-dtype", entry["draft_weights_dtype"]]
     if entry.get("k") is not None and "--k" not in drop:
@@ -361,6 +369,18 @@ def overall_text(s: dict[str, Any]) -> str:
     ])
 
 
+def pooled_by_source(rows: Sequence[dict[str, Any]]) -> tuple[float | None, int]:
+    """The median over sources of each source's median relative error, and how many sources: a sweep of
+    many rows from one publication counts once (it is one setup, one acceptance, one build)."""
+    per = [s["median_rel_error"] for s in summarise_by(rows, "source").values() if s["median_rel_error"] is not None]
+    return (statistics.median(per) if per else None), len(per)
+
+
+def pooled_text(rows: Sequence[dict[str, Any]]) -> str:
+    med, n = pooled_by_source(rows)
+    return f"median error pooled by source (each source's median once): {_pct(med)} over {n} sources"
+
+
 def report_text(rows: Sequence[dict[str, Any]], data: Path) -> str:
     """The whole human report."""
     dropped = sorted({f for r in rows for f in r["dropped_flags"]})
@@ -371,7 +391,7 @@ def report_text(rows: Sequence[dict[str, Any]], data: Path) -> str:
              "Not predicted:", other_table(rows), "",
              "By source:", group_table(summarise_by(rows, "source"), "source"), "",
              "By origin:", group_table(summarise_by(rows, "origin"), "origin"), "",
-             "Overall:", overall_text(summarise(rows))]
+             "Overall:", overall_text(summarise(rows)), pooled_text(rows)]
     if dropped:
         parts.append(f"note: the CLI refused {', '.join(dropped)}; those entries ran without it")
     return "\n".join(parts)
@@ -389,7 +409,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     rows = [predict_entry(e) for e in entries]
     if args.json:
+        pooled, sources = pooled_by_source(rows)
         print(json.dumps({"data": str(args.data), "overall": summarise(rows),
+                          "pooled_by_source": {"median_rel_error": pooled, "sources": sources},
                           "by_source": summarise_by(rows, "source"), "by_origin": summarise_by(rows, "origin"),
                           "entries": rows}, indent=1))
     else:

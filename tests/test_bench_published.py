@@ -130,3 +130,27 @@ def test_predict_entry_drops_a_refused_flag(monkeypatch):
     r = bench.predict_entry(entry)
     assert len(calls) == 2 and "--k" not in calls[1]
     assert r["status"] == "ok" and r["dropped_flags"] == ["--k"] and r["speedup"] == 1.4 and r["k"] == 3
+
+
+def test_method_batch_and_context_entries_become_flags():
+    entry = {"id": "x", "source": "s", "measured_speedup": 1.5, "target": "llama-3.1-8b-instruct",
+             "draft": "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B", "machine": "h100-sxm", "engine": "sglang",
+             "weights_dtype": "bf16", "k": 3, "method": "eagle3", "batch": 16, "context": 2048}
+    argv = bench.cli_args(entry)
+    assert "--candidates" not in argv and argv[argv.index("--method") + 1] == "eagle3"
+    assert argv[argv.index("--batch") + 1] == "16" and argv[argv.index("--context") + 1] == "2048"
+    plain = bench.cli_args({**entry, "method": None, "batch": None, "context": None})
+    assert plain[plain.index("--candidates") + 1] == entry["draft"] and "--batch" not in plain
+    # one of the paper's batch-16 rows through the CLI: the plan is priced at that concurrency
+    row16 = next(e for e in bench.load_entries(DATA) if e["id"].endswith("sglang-h100-llama3.1-8b-eagle3-chain3-bs16"))
+    r = bench.predict_entry(row16)
+    assert r["status"] == "ok" and r["k"] == 3
+    r1 = bench.predict_entry({**row16, "batch": 1})
+    assert r["baseline_tokens_per_s"] < r1["baseline_tokens_per_s"]
+
+
+def test_pooled_by_source_counts_a_sweep_once():
+    rows = [{**row(1.0, 1.1, "faster"), "source": "sweep", "id": f"s{i}"} for i in range(9)]  # 10% each
+    rows += [{**row(1.0, 1.5, "faster"), "source": "a", "id": "a"}, {**row(1.0, 1.3, "faster"), "source": "b", "id": "b"}]
+    med, n = bench.pooled_by_source(rows)
+    assert n == 3 and med == pytest.approx(0.3)  # median of 0.1, 0.5, 0.3 (not of the eleven rows: 0.1)
