@@ -151,3 +151,17 @@ def test_memory_type_is_one_of_the_known_kinds_and_sourced():
     missing = {**entry, "sources": {k: v for k, v in entry["sources"].items() if k != "memory_type"}}
     with pytest.raises(MachineError, match=r"sources\.memory_type"):
         machine_catalog.validate_entry(missing, "test")
+
+
+def test_an_moe_target_on_the_roofline_says_its_baseline_is_low_confidence():
+    from planner.engines import get as engine
+    from planner.plan.recommend import recommend
+
+    dense = recommend(load_spec("qwen3-4b"), "qwen3-4b", get_machine("rtx-4090"), engine="llama.cpp", context=4096,
+                      candidates=[])
+    moe = recommend(load_spec("qwen3-30b-a3b"), "qwen3-30b-a3b", get_machine("rtx-4090"), engine="llama.cpp",
+                    context=4096, candidates=[])
+    caveat = engine("llama.cpp").moe_baseline_caveat
+    assert caveat in moe.notes and caveat not in dense.notes and "Qwen3-30B-A3B 0.54-0.58" in caveat
+    # the serving engines carry their own published figures (SGLang inherits vLLM's)
+    assert engine("sglang").moe_baseline_caveat == engine("vllm").moe_baseline_caveat != caveat

@@ -283,6 +283,9 @@ class Engine:
     draft_forward_overhead_source: str = ""
     # a machine class's own per-forward cost (plan/roof.share_kind key -> ((fixed, per layer) s, source))
     forward_overhead_by_kind: Mapping[str, tuple[tuple[float, float], str]] = field(default_factory=dict)
+    # what published batch-1 decodes of MoE targets reach against this engine's roofline (a stated gap: the
+    # roofline prices the touched experts' bytes, not the many small expert reads); "" = none published
+    moe_baseline_caveat: str = ""
     # confidence-stopped drafting (speed/adaptive.py): the engine's flags and defaults, with their source;
     # "" = every round drafts K (the engine has no such stop)
     confidence_stop: str = ""

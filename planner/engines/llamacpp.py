@@ -402,6 +402,14 @@ ENGINE = Engine(
              NGRAM: "--spec-type ngram-simple (common/speculative.cpp:40, common/arg.cpp:4290-4308)"},
     method_refusals={EARLY_EXIT: "llama.cpp has no early-exit self-speculation (spec types: "
                                  "common/speculative.cpp:34-44)"},
+    # predicted / measured on the same runs: Qwen3-30B-A3B 0.54-0.58 on an RTX 4090 (PR #16834), RTX 5090
+    # (PR #21086) and RTX PRO 6000 (build 6413), DeepSeek-V2-Lite 0.47 on an RTX 3090 (PR #15525), where the
+    # same runs' dense models sit at 0.80-1.33; gpt-oss-20b (4 experts of 2880 x 2880) 0.86-1.18
+    moe_baseline_caveat=("the predicted baseline is low confidence for an MoE target: published llama.cpp batch-1 "
+                         "decodes of MoE models with many small routed experts reach about half of it (Qwen3-30B-A3B "
+                         "0.54-0.58 of the prediction on RTX 4090/5090/PRO 6000, DeepSeek-V2-Lite 0.47 on an RTX "
+                         "3090; dense models on the same GPUs 0.80-1.33; gpt-oss-20b 0.86-1.18): the roofline prices "
+                         "the touched experts' bytes, not the many small expert reads"),
     bandwidth_efficiency={
         # achieved / peak bytes per second of batch-1 decode: RTX 4090 LLaMA-2-7B Q4_0 146.81 t/s x 3.8 GB
         # = 0.55 of 1008 GB/s (PR #6766); RTX 3060 Llama-3.1-8B Q8_0 32.49 t/s x 8.5 GB = 0.77 of 360 GB/s (#5877)

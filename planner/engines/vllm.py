@@ -203,6 +203,11 @@ ENGINE = Engine(
              NGRAM: "method ngram, prompt_lookup_min/max (speculative.py:503-508, :1300-1325)"},
     method_refusals={EARLY_EXIT: "vLLM has no early-exit self-speculation (no such method in "
                                  "vllm/config/speculative.py:74-83)"},
+    moe_baseline_caveat=("the predicted baseline is low confidence for an MoE target: published batch-1 decodes of "
+                         "MoE models on serving engines reach a fraction of it (gpt-oss-120b on one A100 ~90 tok/s, "
+                         "vLLM issue #22331: 0.33 of the prediction; DeepSeek-V3 FP8 at TP 8 26-30 tok/s, SGLang PR "
+                         "#2643 on 8 x H200 and vLLM issue #11539: a tenth of the roofline or less): per-layer "
+                         "routing, expert kernels and all-reduces are not priced"),
     bandwidth_efficiency={
         # GPTQ-Marlin GEMV at ~1160 GB/s achieved (vLLM PR #2497, A100 class: ~0.75 of peak)
         "gpu": (0.75, "CUDA weight-only GEMV kernels reach ~0.75 of peak bandwidth (Marlin ~1160 GB/s, vLLM PR #2497)"),

@@ -315,6 +315,8 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
                                     gpu_memory_utilization=utilization,
                                     kv_dtype=_kv_flag(kv_dtypes[0]) if kv_dtypes and len(kv_dtypes) == 1 else None)
     roofline_costs_used = costs_for is None
+    if roofline_costs_used and target.moe is not None and engines.get(engine).moe_baseline_caveat:
+        notes.append(engines.get(engine).moe_baseline_caveat)
     if costs_for is None:
         roof = roofline_machine(machine, layout, engine)
         curves: dict[tuple, tuple[roofline.ForwardCost, ...]] = {}  # the target's depend on the KV type only
