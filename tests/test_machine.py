@@ -186,6 +186,8 @@ def test_detect_cuda_through_torch(host):
     assert host.torch_calls == 1
     assert m.kind == "gpu" and m.vendor == "nvidia" and m.devices[0].free_bytes == 70 * GiB
     assert m.bandwidth_bytes_per_s == 2039 * 10**9 and m.sources["memory"] == "torch.cuda.mem_get_info"
+    # the speed model's chip facts come with the catalog match: HBM (llama.cpp's own share there)
+    assert m.memory_type == "hbm" and m.sources["memory_type"].startswith("catalog a100-80gb: HBM2e")
 
 
 def test_detect_rocm_through_torch(host):
@@ -203,6 +205,7 @@ def test_detect_apple_through_torch_mps(host):
     assert m.kind == "apple" and m.memory_bytes == 64 * GiB
     assert m.usable_fraction == 0.75 and m.devices[0].free_bytes == 40 * GiB
     assert m.bandwidth_bytes_per_s == 400 * 10**9  # matched m2-max-64gb
+    assert m.gpu_cores == ENTRIES["m2-max-64gb"]["gpu_cores"] and m.memory_type is None
 
 
 def test_detect_apple_without_torch(host):

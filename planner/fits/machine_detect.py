@@ -204,9 +204,12 @@ def _detected(kind: str, vendor: str, devices: Sequence[Device], how: str, host_
     label = first.name if len(devices) == 1 else f"{len(devices)} x {first.name}"
     sources = {"memory": how}
     notes: tuple[str, ...] = ()
+    carried: dict[str, Any] = {}  # the chip facts the speed model reads (Apple GPU cores, HBM), with their source
     if entry:
         sources.update({k: f"catalog {entry['name']}: {entry['sources'][k]}" for k in ("bandwidth", "flops")})
         notes = (f"matched catalog entry {entry['name']}",)
+        carried = {k: entry[k] for k in ("gpu_cores", "memory_type") if entry.get(k) is not None}
+        sources.update({k: f"catalog {entry['name']}: {entry['sources'][k]}" for k in carried})
     else:
         notes = (f"'{first.name}' is not in the catalog: no bandwidth or FLOP/s figures",)
     frac = first.usable_fraction
@@ -216,7 +219,7 @@ def _detected(kind: str, vendor: str, devices: Sequence[Device], how: str, host_
                    bandwidth_bytes_per_s=entry["bandwidth_bytes_per_s"] if entry else None,
                    peak_flops=dict(entry["peak_flops"]) if entry else dict.fromkeys(FLOP_DTYPES),
                    usable_fraction=frac, sources=sources, origin="detected", host_memory_bytes=host_total,
-                   notes=notes, device_names=(first.name,))
+                   notes=notes, device_names=(first.name,), **carried)
 
 
 # Device nodes a GPU driver creates: NVIDIA (/dev/nvidia0, nvidiactl), AMD ROCm (/dev/kfd), WSL (/dev/dxg).
