@@ -64,8 +64,11 @@ def show_cmd(name: NameArg, as_json: JsonOpt = False) -> None:
              f"memory: {m.n_devices} x {fmt_bytes(m.memory_bytes)} ({m.memory_bytes:,} B)"]
     if m.usable_fraction is not None:
         lines.append(f"usable share: {m.usable_fraction:.4g}")
+    if m.gpu_cores:
+        lines.append(f"GPU cores: {m.gpu_cores}")
     if m.bandwidth_bytes_per_s:
-        lines.append(f"bandwidth: {m.bandwidth_bytes_per_s / 1e9:,.1f} GB/s")
+        kind = f" ({m.memory_type.upper()})" if m.memory_type else ""
+        lines.append(f"bandwidth: {m.bandwidth_bytes_per_s / 1e9:,.1f} GB/s{kind}")
     lines.append("peak dense FLOP/s: " + ", ".join(f"{k} {_flops(v)} T" for k, v in m.peak_flops.items()))
     lines += [f"source ({k}): {v}" for k, v in m.sources.items()]
     lines += [f"note: {n}" for n in m.notes]

@@ -130,7 +130,8 @@ def describe(m: Machine) -> dict[str, Any]:
     """JSON-ready description (the catalog schema plus origin, per-device memory and free bytes)."""
     return {"name": m.name, "display_name": m.display_name, "kind": m.kind, "vendor": m.vendor,
             "origin": m.origin, "memory_bytes": m.memory_bytes, "devices": m.n_devices,
-            "bandwidth_bytes_per_s": m.bandwidth_bytes_per_s, "peak_flops": dict(m.peak_flops),
+            "bandwidth_bytes_per_s": m.bandwidth_bytes_per_s, "memory_type": m.memory_type,
+            "gpu_cores": m.gpu_cores, "peak_flops": dict(m.peak_flops),
             "usable_fraction": m.usable_fraction, "sources": dict(m.sources),
             "host_memory_bytes": m.host_memory_bytes, "notes": list(m.notes),
             "device_list": [{"index": d.index, "name": d.name, "kind": d.kind, "memory_bytes": d.memory_bytes,
