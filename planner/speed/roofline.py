@@ -7,8 +7,12 @@ the best we can say is the roofline bound plus a named per-forward engine overhe
   t(n, C, B) = max((weight_bytes * r(nB) + B * kv_bytes + logit_bytes) / bw, B * flops / peak_eff)
                + engine overhead + tensor-parallel all-reduce
   per round   t_o(B) = the engine's speculation machinery, fixed + B x per sequence (spec_round_overhead_s)
-  bw          = peak bandwidth x the share a batch-1 decode reaches on this engine and machine kind
-                (Engine.bandwidth_efficiency: 0.66-0.85, each with its source)
+  bw          = peak bandwidth x the share a batch-1 decode reaches on this engine and machine class
+                (Engine.bandwidth_efficiency: 0.555-0.85, each with its source; the class is the machine's
+                kind, "apple-ultra" or "gpu-hbm", plan/roof.share_kind)
+  engine overhead = fixed + per layer x layers (Engine.forward_overhead_s; a machine class's own where
+                the engine catalogues one, forward_overhead_by_kind); a draft step its own where the
+                engine drafts in a proposer loop (draft_forward_overhead_s)
   weight_bytes= weights read once per forward (MoE: only the experts the n tokens touch)
   r(n)        = t_v(n)/t_v(1) of the backend's small-batch kernels for this weight format
                 (speed/kernels.py: published curves; 1 where none is published)
