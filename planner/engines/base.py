@@ -271,6 +271,9 @@ class Engine:
     # the share of peak memory bandwidth a batch-1 decode reaches there, with its source.
     verify_backend: Mapping[str, str] = field(default_factory=dict)
     bandwidth_efficiency: Mapping[str, tuple[float, str]] = field(default_factory=dict)
+    # a weight format whose decode kernel streams below the class's share: share key -> kernel family ->
+    # (factor on the share, source); e.g. llama.cpp's k-quant mat-vec kernels on GDDR GPUs
+    format_share: Mapping[str, Mapping[str, tuple[float, str]]] = field(default_factory=dict)
     # Speed under load: the share of peak tensor FLOP/s the engine's GEMMs reach on each machine kind
     # (what binds a large batch), and what the speculation machinery costs per round: (fixed, per
     # sequence) seconds of proposer input preparation, rejection sampling and bookkeeping that plain

@@ -410,14 +410,23 @@ ENGINE = Engine(
                          "0.54-0.58 of the prediction on RTX 4090/5090/PRO 6000, DeepSeek-V2-Lite 0.47 on an RTX "
                          "3090; dense models on the same GPUs 0.80-1.33; gpt-oss-20b 0.86-1.18): the roofline prices "
                          "the touched experts' bytes, not the many small expert reads"),
+    # the k-quants' mat-vec kernels (multi-level scales unpacked per block) stream below the others: on GDDR
+    # GPUs ten published Q4_K_M decodes imply 0.56-0.71 of peak, median 0.611 = 0.777 x the 0.786 share
+    # (RTX 3090/4090/5090, L40S; docs/speed.md); on Metal the draftbench M4 Max Q4_K_M baselines (14B 46.6,
+    # 72B 9.35 tok/s) sit at 0.90 of what the 0.85 share gives, where its F16/Q8_0 ones sit at 1.0
+    format_share={"gpu": {"kquant": (0.777, "llama.cpp CUDA k-quant mat-vec: 0.56-0.71 of peak in ten published "
+                                            "Q4_K_M decodes (median 0.611 = 0.777 x the GPU share; docs/speed.md)")},
+                  "apple": {"kquant": (0.90, "llama.cpp Metal k-quants: draftbench M4 Max Q4_K_M baselines 46.6 "
+                                             "(14B) and 9.35 (72B) tok/s, 0.90 of the 0.85 share's")}},
     bandwidth_efficiency={
-        # achieved / peak bytes per second of batch-1 decode: RTX 4090 LLaMA-2-7B Q4_0 146.81 t/s x 3.8 GB
-        # = 0.55 of 1008 GB/s (PR #6766); RTX 3060 Llama-3.1-8B Q8_0 32.49 t/s x 8.5 GB = 0.77 of 360 GB/s (#5877)
-        "gpu": (0.66, "llama.cpp CUDA decode reaches 0.55-0.77 of peak bandwidth (PR #6766 RTX 4090 Q4_0; #5877 "
-                      "RTX 3060 Q8_0): 0.66 taken"),
-        # the same two-point fits: H100 PCIe 0.568, A100 SXM4 0.555, A100 PCIe 0.515 of peak (GDDR cards in the
-        # same runs: L40S 0.78, RTX A6000 0.84); NVIDIA's engineers note the mat-vec kernels leave large headroom
-        # on HBM (llama.cpp issue #9817)
+        # achieved / peak bytes per second of batch-1 decode, implied by 16 published llama.cpp decodes on GDDR
+        # GPUs (2024-2026 builds, docs/speed.md): F16 / Q8_0 / Q4_0 0.74-0.89 (RTX 3060 Q8_0 #5877, RTX 3090
+        # Q8_0 openclawradar, RTX 4090 Q4_0 PR #20586, RTX 3090/4090 F16 XiongjieDai), k-quants 0.56-0.71
+        "gpu": (0.786, "llama.cpp CUDA decode on GDDR GPUs: F16/Q8_0/Q4_0 weights stream at 0.74-0.89 of peak "
+                       "(median of six published decodes, docs/speed.md): 0.786 taken"),
+        # HBM (datacenter) GPUs: two-point fits of 8B/70B Q4_K_M decode: H100 PCIe 0.568, A100 SXM4 0.555, A100
+        # PCIe 0.515 of peak (GDDR cards in the same runs: L40S 0.78, RTX A6000 0.84); NVIDIA's engineers note
+        # the mat-vec kernels leave large headroom on HBM (llama.cpp issue #9817). F16 there: 0.49-0.66.
         "gpu-hbm": (0.555, HBM_SOURCE + ": streaming share 0.515-0.568 of peak, 0.555 taken"),
         # Metal: M4 Max 14B Q8_0 30.03 t/s x 15.7 GB = 0.86, FP16 16.82 t/s x 29.5 GB = 0.91 of 546 GB/s
         # (draftbench, February 2026)

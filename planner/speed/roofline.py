@@ -276,7 +276,8 @@ def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int,
         r = kernels.Ratio(1.0, 1.0, 1.0, "matrix", tiled[3])
         rest = flops - 2.0 * batch * n * matmul_params(spec)  # attention over the prefix: untiled
         comp_s, comp_lo, comp_hi = (t + max(rest, 0.0) / peak for t in tiled[:3])
-    mem_s, mem_lo, mem_hi = ((w * x + kv + lg) / bw for x in (r.central, r.low, r.high))
+    fmt, fmt_why = format_factor(spec, s, machine)
+    mem_s, mem_lo, mem_hi = ((w * x / fmt + kv + lg) / bw for x in (r.central, r.low, r.high))
     beyond = (beyond_curve_s(spec, s, machine, n * batch, comp_s)
               if batch > 1 and r.basis not in ("none", "matrix") else 0.0)
     if overhead_s is None:
@@ -290,6 +291,8 @@ def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int,
            f"+ {overhead_s * 1e3:.3g} ms overhead ({why})")
     if comm:
         src += f" + {comm * 1e3:.3g} ms tensor-parallel all-reduce"
+    if fmt != 1.0:
+        src += f"; weights stream at {fmt:g} x the share ({fmt_why})"
     if r.basis != "none":
         src += f"; {kernels.describe(r, n)}"
     if beyond:
@@ -348,6 +351,18 @@ def kernel_key(spec: ModelSpec, s: Settings, kind: str, machine_name: str) -> tu
     backend = kernels.backend_for_machine(engines.get(s.engine).verify_backend.get(kind), machine_name)
     scheme = quant.parse_scheme(s.weights_dtype, group_size=s.group_size).kind if s.weights_dtype else None
     return backend, kernels.family(memory.weights(spec, s)[1], scheme)
+
+
+def format_factor(spec: ModelSpec, s: Settings, machine: MachineLike) -> tuple[float, str]:
+    """The factor on the bandwidth share the weights' decode kernel streams at on this machine class
+    (Engine.format_share: llama.cpp's k-quants on GDDR GPUs and Metal), with its source; 1.0 elsewhere."""
+    kind = str(getattr(machine, "kind", "gpu"))
+    key = getattr(machine, "share_kind", None) or kind
+    table = engines.get(s.engine).format_share.get(key) or {}
+    if not table:
+        return 1.0, ""
+    fam = kernel_key(spec, s, kind, str(getattr(machine, "name", "")))[1]
+    return table.get(fam or "", (1.0, ""))
 
 
 def kernel_ratio(spec: ModelSpec, s: Settings, kind: str, n: int, *, measured_only: bool = False,
