@@ -357,12 +357,13 @@ ENGINE = Engine(
     forward_overhead_source="kernel launches 13.1 us/layer (llama.cpp PR #6766: CUDA graphs 138.31 -> 146.81 "
                             "t/s, RTX 4090)",
     # datacenter GPUs on HBM: batch-1 decode of 8B and 70B Q4_K_M on one GPU (llama-bench tg512, builds
-    # b2824-b2843, May 2024) lies on t = bytes / (share x peak) + a fixed cost per forward: H100 PCIe 145.55 /
-    # 25.03 t/s -> 2.54 ms, A100 SXM4 135.04 / 24.61 -> 3.06 ms, A100 PCIe 140.62 / 22.31 -> 2.18 ms (the
-    # Dec 2023 ./main figures of the same repository show the same shape); the median, 2.54 ms, taken. It is
-    # host work per llama_decode (graph build, scheduling, sampling): every draft step pays it as well.
-    forward_overhead_by_kind={"gpu-hbm": ((2.54e-3, 0.0), HBM_SOURCE + ": fixed cost per forward 2.18-3.06 ms, "
-                                                          "2.54 ms taken")},
+    # b2824-b2843, May 2024) lies on t = bytes / (share x peak) + a fixed cost per forward, with the bytes this
+    # roofline reads (4.29 and 39.27 GB): H100 PCIe 145.55 / 25.03 t/s -> 2.81 ms, A100 SXM4 135.04 / 24.61 ->
+    # 3.33 ms, A100 PCIe 140.62 / 22.31 -> 2.49 ms (the Dec 2023 ./main figures of the same repository show
+    # the same shape); the median, 2.81 ms, taken. It is host work per llama_decode (graph build, scheduling,
+    # sampling): every draft step pays it as well.
+    forward_overhead_by_kind={"gpu-hbm": ((2.81e-3, 0.0), HBM_SOURCE + ": fixed cost per forward 2.49-3.33 ms, "
+                                                          "2.81 ms taken")},
     tokens_held=tokens_held,
     prefill_chunk=prefill_chunk,
     pair_rule=pair_rule,
@@ -424,10 +425,10 @@ ENGINE = Engine(
         # Q8_0 openclawradar, RTX 4090 Q4_0 PR #20586, RTX 3090/4090 F16 XiongjieDai), k-quants 0.56-0.71
         "gpu": (0.786, "llama.cpp CUDA decode on GDDR GPUs: F16/Q8_0/Q4_0 weights stream at 0.74-0.89 of peak "
                        "(median of six published decodes, docs/speed.md): 0.786 taken"),
-        # HBM (datacenter) GPUs: two-point fits of 8B/70B Q4_K_M decode: H100 PCIe 0.568, A100 SXM4 0.555, A100
-        # PCIe 0.515 of peak (GDDR cards in the same runs: L40S 0.78, RTX A6000 0.84); NVIDIA's engineers note
-        # the mat-vec kernels leave large headroom on HBM (llama.cpp issue #9817). F16 there: 0.49-0.66.
-        "gpu-hbm": (0.555, HBM_SOURCE + ": streaming share 0.515-0.568 of peak, 0.555 taken"),
+        # HBM (datacenter) GPUs: the same two-point fits: H100 PCIe 0.529, A100 SXM4 0.516, A100 PCIe 0.479 of
+        # peak, for every format (F16 on the same GPUs: 0.91-1.18 of the prediction); NVIDIA's engineers note the
+        # mat-vec kernels leave large headroom on HBM (llama.cpp issue #9817)
+        "gpu-hbm": (0.516, HBM_SOURCE + ": streaming share 0.479-0.529 of peak, 0.516 taken"),
         # Metal: M4 Max 14B Q8_0 30.03 t/s x 15.7 GB = 0.86, FP16 16.82 t/s x 29.5 GB = 0.91 of 546 GB/s
         # (draftbench, February 2026)
         "apple": (0.85, "llama.cpp Metal decode reaches 0.86-0.91 of peak bandwidth (draftbench, M4 Max): 0.85 taken"),
