@@ -85,10 +85,13 @@ def predict(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def group_key(row: dict[str, Any]) -> str:
+    """'engine share-key MoE|dense (role)': the share key the engine prices this machine under by default."""
+    from planner.fits.fit import default_layout
     from planner.fits.machine_lookup import get_machine
-    from planner.plan.roof import share_kind
+    from planner.plan.roof import share_key
 
-    kind = share_kind(get_machine(row["machine"]))
+    m = get_machine(row["machine"])
+    kind = share_key(row["engine"], m, default_layout(m.n_devices, row["engine"]).tp)
     return f"{row['engine']} {kind} {'MoE' if row.get('moe') else 'dense'} ({row['role']})"
 
 

@@ -174,3 +174,27 @@ def test_an_moe_target_on_the_roofline_says_its_baseline_is_low_confidence():
     assert caveat in moe.notes and caveat not in dense.notes and "Qwen3-30B-A3B 0.54-0.58" in caveat
     # the serving engines carry their own published figures (SGLang inherits vLLM's)
     assert engine("sglang").moe_baseline_caveat == engine("vllm").moe_baseline_caveat != caveat
+
+
+def test_a_tensor_parallel_group_streams_at_its_own_share_where_the_engine_catalogues_one():
+    # SGLang TP 8, Llama-3.x-70B bf16 batch 1: 88.61 tok/s on 8 x H100, TPOT 18.63 ms on 8 x A100; less the
+    # modelled all-reduces (2 x 80 x 10.1 us) each rank streams its shard at this share of peak
+    from planner.fits.fit import default_layout
+    from planner.plan.roof import roofline_machine, share_key
+
+    spec = load_spec("llama-3.1-70b-instruct")
+    shares = []
+    for name, tpot in (("8x-h100-sxm", 1 / 88.61), ("8x-a100-80gb", 18.63e-3)):
+        m = get_machine(name)
+        bare = Roof(bandwidth_bytes_per_s=m.bandwidth_bytes_per_s * 8, peak_flops={"bf16": 1e18}, kind="gpu", tp=8,
+                    link_bytes_per_s=m.interconnect[0], link_latency_s=m.interconnect[1])
+        c = forward_cost(spec, bare, n=1, context=2048, overhead_s=0.0,
+                         settings=Settings(context=2048, engine="sglang", weights_dtype="bf16"))
+        shares.append(c.memory_s / (tpot - c.comm_s))
+    h100 = get_machine("8x-h100-sxm")
+    assert share_key("sglang", h100, 8) == "gpu-tp" and share_key("sglang", h100, 1) == "gpu"
+    roof = roofline_machine(h100, default_layout(8, "sglang"), "sglang")
+    assert roof.bandwidth_bytes_per_s == pytest.approx(h100.bandwidth_bytes_per_s * 8 * sum(shares) / 2, rel=0.01)
+    # llama.cpp catalogues no tensor-parallel share: on HBM GPUs it keeps its HBM one (and its fixed cost)
+    a100 = get_machine("8x-a100-80gb")
+    assert share_key("llama.cpp", a100, 8) == "gpu-hbm" and share_key("llama.cpp", get_machine("2x-rtx-4090"), 2) == "gpu"

@@ -148,6 +148,12 @@ def speculative_flags(x: LaunchInput) -> str:
             f" --speculative-eagle-topk 1 --speculative-num-draft-tokens {x.k + 1}")
 
 
+# tensor parallel: batch-1 Llama-3.x-70B bf16 at TP 8 decodes at 88.61 tok/s on 8 x H100 (PR #4716) and 53.7
+# tok/s (TPOT 18.63 ms) on 8 x A100 (SGLang cookbook, 0.5.6): less the modelled all-reduces (2 x 80 x 10.1 us)
+# each rank streams its 17.5 GB shard at 0.540 and 0.504 of its peak; the mean, 0.522, taken (TP 1: 0.75)
+TP_SHARE = (0.522, "SGLang at TP 8: Llama-3.x-70B bf16 batch 1, 88.61 tok/s on 8 x H100 (PR #4716), 53.7 tok/s on "
+                   "8 x A100 (SGLang cookbook): each rank streams at 0.540 / 0.504 of peak after the all-reduces")
+
 # SGLang shares vLLM's design (CUDA-graph forward, Python scheduler, NCCL, the same KV types and
 # weight formats): where its own figure is not sourced, vLLM's is taken, and said so. What differs:
 ENGINE = replace(
@@ -186,6 +192,7 @@ ENGINE = replace(
     gpu_utilization=GPU_UTILIZATION,
     bandwidth_efficiency={
         "gpu": (0.75, "assumed equal to vLLM's CUDA kernels (~0.75 of peak bandwidth, vLLM PR #2497)"),
+        "gpu-tp": TP_SHARE,
     },
     # compute_efficiency: vLLM's (the same cuBLAS/CUTLASS/FlashInfer GEMMs) is inherited by replace()
     spec_round_overhead_source="assumed equal to vLLM's speculation machinery (0.78 ms + 84 us per sequence per "

@@ -211,5 +211,9 @@ ENGINE = Engine(
     bandwidth_efficiency={
         # GPTQ-Marlin GEMV at ~1160 GB/s achieved (vLLM PR #2497, A100 class: ~0.75 of peak)
         "gpu": (0.75, "CUDA weight-only GEMV kernels reach ~0.75 of peak bandwidth (Marlin ~1160 GB/s, vLLM PR #2497)"),
+        # in a tensor-parallel group each rank streams a small shard and synchronises twice a layer: SGLang's
+        # measured TP 8 share (engines/sglang.py), the same CUDA-graph design
+        "gpu-tp": (0.522, "assumed equal to SGLang's at TP 8 (0.504-0.540 of peak per rank, 70B bf16 batch 1 on 8 x "
+                          "H100 / 8 x A100)"),
     },
 )

@@ -33,11 +33,12 @@ def roofline_machine(machine: Machine, layout: fit.Layout, engine: str | None = 
     # GPUs: the share of peak tensor FLOP/s the engine's GEMMs reach (Engine.compute_efficiency)
     eff = CPU_MATMUL_EFFICIENCY if machine.kind == "cpu" else compute_share(engine, machine.kind)[0]
     flops = {k: (v * tp * eff if v else v) for k, v in machine.peak_flops.items()}
-    share, _ = bandwidth_share(engine, share_kind(machine))
+    key = share_key(engine, machine, tp)
+    share, _ = bandwidth_share(engine, key)
     link, latency = machine.interconnect or (None, 0.0)
     return roofline.Roof(bandwidth_bytes_per_s=machine.bandwidth_bytes_per_s * tp * share, peak_flops=flops,
                          name=machine.name, kind=machine.kind, tp=tp, link_bytes_per_s=link, link_latency_s=latency,
-                         gpu_cores=machine.gpu_cores, share_kind=share_kind(machine))
+                         gpu_cores=machine.gpu_cores, share_kind=key)
 
 
 def compute_share(engine: str | None, kind: str) -> tuple[float, str]:
@@ -47,14 +48,33 @@ def compute_share(engine: str | None, kind: str) -> tuple[float, str]:
     return engines.get(engine).compute_efficiency.get(kind, (1.0, "peak FLOP/s (no measured share)"))
 
 
-def share_kind(machine: Machine) -> str:
-    """The key a machine's achieved bandwidth share is catalogued under: its kind, "apple-ultra" for the
-    two-die Apple Ultra chips (UltraFusion: decode reaches a lower share of the nominal figure), or
-    "gpu-hbm" for GPUs on HBM (mat-vec kernels tuned on GDDR cards keep too few bytes in flight there)."""
+def share_kinds(machine: Machine, tp: int = 1) -> tuple[str, ...]:
+    """The keys a machine's achieved bandwidth share may be catalogued under, most specific first:
+    "gpu-tp" for GPUs in a tensor-parallel group (each rank's shard is small and every layer
+    synchronises the group twice), "gpu-hbm" for GPUs on HBM (mat-vec kernels tuned on GDDR cards keep
+    too few bytes in flight there), "apple-ultra" for the two-die Apple Ultra chips (UltraFusion: decode
+    reaches a lower share of the nominal figure), then the machine's kind."""
     name = f"{machine.name} {machine.display_name}".lower()
+    keys = []
+    if machine.kind == "gpu" and tp > 1:
+        keys.append("gpu-tp")
+    if machine.kind == "gpu" and machine.memory_type == "hbm":
+        keys.append("gpu-hbm")
     if machine.kind == "apple" and "ultra" in name:
-        return "apple-ultra"
-    return "gpu-hbm" if machine.kind == "gpu" and machine.memory_type == "hbm" else machine.kind
+        keys.append("apple-ultra")
+    return (*keys, machine.kind)
+
+
+def share_kind(machine: Machine, tp: int = 1) -> str:
+    """The most specific of share_kinds (engine-independent)."""
+    return share_kinds(machine, tp)[0]
+
+
+def share_key(engine: str | None, machine: Machine, tp: int = 1) -> str:
+    """The most specific key this engine catalogues a share under (its kind where it catalogues none)."""
+    keys = share_kinds(machine, tp)
+    table = engines.get(engine).bandwidth_efficiency if engine else {}
+    return next((k for k in keys if k in table), keys[-1])
 
 
 def bandwidth_share(engine: str | None, kind: str) -> tuple[float, str]:
@@ -68,4 +88,4 @@ def bandwidth_share(engine: str | None, kind: str) -> tuple[float, str]:
 
 
 # a share key the engine does not catalogue falls back to its machine kind's
-SHARE_FALLBACK = {"apple-ultra": "apple", "gpu-hbm": "gpu"}
+SHARE_FALLBACK = {"apple-ultra": "apple", "gpu-hbm": "gpu", "gpu-tp": "gpu"}
