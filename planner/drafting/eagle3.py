@@ -7,7 +7,8 @@ its hidden states) and vocabulary (d2t/t2d map into it). Cost per drafted token:
 the head (one decoder layer + the draft-vocabulary lm_head) on the deployment context plus the
 engine's draft-step overhead (Engine.draft_forward_overhead_s: the proposer loop drafts without a
 whole engine step; vLLM 0.61 ms from issue #20780, SGLang 0.11 ms from PR #4247, docs/speed.md).
-Chains only (top-k 1): the engines' tree drafting is not modelled. Acceptance prior: published EAGLE-3 measurements (catalogs/methods), this target first.
+Chains only (top-k 1): the engines' tree drafting is not modelled. Acceptance prior: published EAGLE-3
+measurements (catalogs/methods), this target first.
 """
 
 from __future__ import annotations

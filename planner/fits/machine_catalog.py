@@ -22,7 +22,8 @@ from .machine import FLOP_DTYPES, KINDS, MAX_DEVICES, Device, Machine
 SOURCE_KEYS = ("memory", "bandwidth", "flops")
 REQUIRED_KEYS = ("name", "display_name", "kind", "vendor", "memory_bytes", "devices", "bandwidth_bytes_per_s",
                  "peak_flops", "usable_fraction", "sources")
-OPTIONAL_KEYS = ("device_names", "notes", "interconnect", "host_bandwidth_bytes_per_s", "gpu_cores", "memory_type")  # host: a sources.host_bandwidth
+# host_bandwidth_bytes_per_s, gpu_cores, memory_type: each with its own sources entry
+OPTIONAL_KEYS = ("device_names", "notes", "interconnect", "host_bandwidth_bytes_per_s", "gpu_cores", "memory_type")
 MEMORY_TYPES = ("hbm", "gddr", "lpddr", "ddr")
 
 
