@@ -31,7 +31,7 @@ DATA = REPO / "benchmarks" / "data" / "published_baselines.json"
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
-from bench_published import DataError, run_cli  # noqa: E402  (the same in-process, offline CLI runner)
+from bench_published import DataError, read_list, run_cli  # noqa: E402  (the same in-process, offline CLI runner)
 
 FIELDS = ("id", "source", "engine", "machine", "model", "weights_dtype", "measured_tokens_per_s", "role")
 ROLES = ("calibration", "check")
@@ -44,13 +44,7 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
         DataError: unreadable file, invalid JSON, no `baselines` list, a row missing a field, a
             non-positive measurement, an unknown role, or a duplicate id.
     """
-    try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as e:
-        raise DataError(f"Cannot read baselines from '{path}': {e}.") from e
-    rows = doc.get("baselines") if isinstance(doc, dict) else None
-    if not isinstance(rows, list):
-        raise DataError(f"Cannot read baselines from '{path}': expected a 'baselines' list.")
+    rows = read_list(path, "baselines")
     seen: set[str] = set()
     for i, r in enumerate(rows):
         missing = [f for f in FIELDS if not isinstance(r, dict) or r.get(f) in (None, "")]

@@ -63,6 +63,22 @@ class DataError(ValueError):
 
 # ---------------------------------------------------------------- data
 
+def read_list(path: Path, key: str, *, bare_list: bool = False) -> list[Any]:
+    """The `key` list of a JSON data file (`bare_list`: the file may be the list itself).
+
+    Raises:
+        DataError: unreadable file, invalid JSON, or no such list.
+    """
+    try:
+        doc = json.loads(Path(path).read_text())
+    except (OSError, ValueError) as e:
+        raise DataError(f"Cannot read {key} from '{path}': {e}.") from e
+    items = doc.get(key) if isinstance(doc, dict) else (doc if bare_list else None)
+    if not isinstance(items, list):
+        raise DataError(f"Cannot read {key} from '{path}': expected a '{key}' list.")
+    return items
+
+
 def load_entries(path: Path) -> list[dict[str, Any]]:
     """The `measurements` list of a data file, checked for the fields the benchmark needs.
 
@@ -70,13 +86,7 @@ def load_entries(path: Path) -> list[dict[str, Any]]:
         DataError: unreadable file, invalid JSON, no `measurements` list, an entry without `id`,
             `source` or a positive `measured_speedup`, or a duplicate id.
     """
-    try:
-        doc = json.loads(Path(path).read_text())
-    except (OSError, ValueError) as e:
-        raise DataError(f"Cannot read measurements from '{path}': {e}.") from e
-    entries = doc.get("measurements") if isinstance(doc, dict) else doc
-    if not isinstance(entries, list):
-        raise DataError(f"Cannot read measurements from '{path}': expected a 'measurements' list.")
+    entries = read_list(path, "measurements", bare_list=True)
     seen: set[str] = set()
     for i, e in enumerate(entries):
         eid = e.get("id") if isinstance(e, dict) else None
