@@ -326,3 +326,24 @@ def test_mtp_layers_resize_with_the_weights_dtype_like_the_target():
     int4 = memory.weights(m, Settings(engine="vllm", weights_dtype="int4"))[0]
     fp8 = memory.weights(m, Settings(engine="vllm", weights_dtype="fp8"))[0]
     assert 0.5 * params < int4 < 0.6 * params < fp8 <= m.weights.resident_bytes
+
+
+def test_mtp_priors_by_workload_are_the_medians_of_their_publications():
+    # llama.cpp draft-mtp on Qwen3.8-27B (sudoingX/qwen38-mtp): accepted per drafted at n-max K, inverted by
+    # hand from alpha (1 - alpha^K) / ((1 - alpha) K); code: PRs #43 (code prompts), #42, #78
+    from planner.speed.acceptance import accepted_per_drafted
+
+    def invert(rate: float, k: int) -> float:
+        lo, hi = 0.0, 1.0
+        for _ in range(60):
+            mid = (lo + hi) / 2
+            lo, hi = (mid, hi) if accepted_per_drafted(mid, k) < rate else (lo, mid)
+        return hi
+
+    code = sorted(invert(r, k) for r, k in ((0.805, 4), (0.648, 4), (0.786, 2)))
+    got = priors.prior("mtp", workload="code", target="Qwen/Qwen3.5-35B-A3B")
+    assert got.alpha == pytest.approx(code[1], abs=1e-6) and "sudoingX/qwen38-mtp" in got.source
+    # chat keeps the DeepSeek-V3 report's and the Qwen3.6 run's level; the prose prompt (0.40 at K = 4)
+    # is its low end
+    chat = priors.prior("mtp", workload="chat", target="Qwen/Qwen3.5-35B-A3B")
+    assert chat.low == pytest.approx(invert(0.40, 4), abs=1e-6) and chat.low < 0.7 < chat.alpha
