@@ -284,7 +284,7 @@ class Engine:
     # one draft step's fixed cost (per step, per draft layer) inside the proposer loop; None: a forward's
     draft_forward_overhead_s: tuple[float, float] | None = None
     draft_forward_overhead_source: str = ""
-    # a machine class's own per-forward cost (plan/roof.share_kind key -> ((fixed, per layer) s, source))
+    # a machine class's own per-forward cost (plan/roof.share_key -> ((fixed, per layer) s, source))
     forward_overhead_by_kind: Mapping[str, tuple[tuple[float, float], str]] = field(default_factory=dict)
     # what published batch-1 decodes of MoE targets reach against this engine's roofline (a stated gap: the
     # roofline prices the touched experts' bytes, not the many small expert reads); "" = none published

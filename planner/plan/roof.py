@@ -81,11 +81,4 @@ def bandwidth_share(engine: str | None, kind: str) -> tuple[float, str]:
     """(share of peak bandwidth a batch-1 decode reaches, its source) for this engine on this machine kind."""
     if engine is None:
         return 1.0, "peak bandwidth"
-    table = engines.get(engine).bandwidth_efficiency
-    if kind not in table:
-        kind = SHARE_FALLBACK.get(kind, kind)
-    return table.get(kind, (1.0, "peak bandwidth (no measured share)"))
-
-
-# a share key the engine does not catalogue falls back to its machine kind's
-SHARE_FALLBACK = {"apple-ultra": "apple", "gpu-hbm": "gpu", "gpu-tp": "gpu"}
+    return engines.get(engine).bandwidth_efficiency.get(kind, (1.0, "peak bandwidth (no measured share)"))

@@ -8,8 +8,9 @@ the best we can say is the roofline bound plus a named per-forward engine overhe
                + engine overhead + tensor-parallel all-reduce
   per round   t_o(B) = the engine's speculation machinery, fixed + B x per sequence (spec_round_overhead_s)
   bw          = peak bandwidth x the share a batch-1 decode reaches on this engine and machine class
-                (Engine.bandwidth_efficiency: 0.555-0.85, each with its source; the class is the machine's
-                kind, "apple-ultra" or "gpu-hbm", plan/roof.share_kind)
+                (Engine.bandwidth_efficiency: 0.52-0.85, each with its source; the class is the most
+                specific of gpu-tp, gpu-hbm, apple-ultra and the machine's kind that the engine
+                catalogues, plan/roof.share_key; Engine.format_share scales it per weight format)
   engine overhead = fixed + per layer x layers (Engine.forward_overhead_s; a machine class's own where
                 the engine catalogues one, forward_overhead_by_kind); a draft step its own where the
                 engine drafts in a proposer loop (draft_forward_overhead_s)
