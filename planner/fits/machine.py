@@ -67,7 +67,7 @@ class Machine:
     interconnect: tuple[int, float] | None = None  # (bytes/s per rank, seconds per small all-reduce)
     gpu_cores: int | None = None  # Apple GPU cores: how many threadgroups a tiled matmul needs to fill it
     # the device memory technology where it changes what kernels reach (HBM: llama.cpp's mat-vec kernels
-    # reach a lower share of peak there, plan/roof.share_kind); None: not catalogued
+    # reach a lower share of peak there, plan/roof.share_kinds); None: not catalogued
     memory_type: str | None = None
 
     def __post_init__(self) -> None:

@@ -65,11 +65,6 @@ def share_kinds(machine: Machine, tp: int = 1) -> tuple[str, ...]:
     return (*keys, machine.kind)
 
 
-def share_kind(machine: Machine, tp: int = 1) -> str:
-    """The most specific of share_kinds (engine-independent)."""
-    return share_kinds(machine, tp)[0]
-
-
 def share_key(engine: str | None, machine: Machine, tp: int = 1) -> str:
     """The most specific key this engine catalogues a share under (its kind where it catalogues none)."""
     keys = share_kinds(machine, tp)

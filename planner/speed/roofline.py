@@ -63,7 +63,7 @@ class Roof:
     link_bytes_per_s: float | None = None  # device-to-device bandwidth per rank (None: not catalogued)
     link_latency_s: float = 0.0  # one small all-reduce
     gpu_cores: int | None = None  # Apple GPU cores (the tiled matmul's occupancy); None: not catalogued
-    share_kind: str | None = None  # the machine's bandwidth-share key (plan/roof.share_kind, e.g. gpu-hbm)
+    share_kind: str | None = None  # the machine's bandwidth-share key (plan/roof.share_key, e.g. gpu-hbm)
 
 
 @dataclass(frozen=True)
