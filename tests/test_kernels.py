@@ -82,10 +82,19 @@ def test_bad_catalog_is_one_clear_error(tmp_path, monkeypatch):
         kernels._catalog.cache_clear()
 
 
-def test_mlx_on_m1_m2_is_bounded_not_measured():
-    """MLX's fast small-batch qmv runs on GPU family g15+ (quantized.cpp:85-143); on M1/M2 nothing is
-    published, so t_v(n)/t_v(1) lies between flat and one weight read per token, centred between."""
-    assert kernels.backend_for_machine("mlx-metal", "m1-ultra-64gb") == "mlx-metal-pre-g15"
+def test_mlx_on_m1_m2_takes_the_per_row_qmv_curves_of_its_die_class():
+    """MLX's fast small-batch qmv_wide runs on GPU family g15+ (quantized.cpp:537-540); M1/M2 keep the
+    per-row qmv, measured on Ultras (M1 Ultra whole-model, M3 Ultra op-level, mlx#4265) and on a single-die
+    chip under mlx 0.31.2 (M4 Pro: vllm-metal#503, mlx#3839). The longest machine prefix picks the class."""
+    assert kernels.backend_for_machine("mlx-metal", "m1-ultra-64gb") == "mlx-metal-pre-g15-ultra"
+    assert kernels.backend_for_machine("mlx-metal", "m2-ultra-192gb") == "mlx-metal-pre-g15-ultra"
+    assert kernels.backend_for_machine("mlx-metal", "m1-pro-32gb") == "mlx-metal-pre-g15"
     assert kernels.backend_for_machine("mlx-metal", "m4-max-128gb") == "mlx-metal"
-    r = kernels.ratio("mlx-metal-pre-g15", "int4", 4)
-    assert (r.basis, r.low, r.central, r.high) == ("bound", 1.0, 2.5, 4.0)
+    ultra = kernels.ratio("mlx-metal-pre-g15-ultra", "int4", 4)
+    # whole-model curves 135.5 / 43.6 = 3.11 and 4 x 86.8 / 31.1 = 2.79 -> median 2.95; M3 Ultra op 3.26 on top
+    assert ultra.basis == "measured"
+    assert (ultra.low, ultra.central, ultra.high) == pytest.approx((2.79, (3.11 + 2.79) / 2, 3.26))
+    single = kernels.ratio("mlx-metal-pre-g15", "int4", 3)
+    # linear between the published points: 1 + (2.55 - 1) * 2 / 3 whole verify, 1 + (1.89 - 1) * 2 / 3 op-level
+    assert single.central == pytest.approx(1 + 1.55 * 2 / 3)
+    assert single.low == pytest.approx(1 + 0.89 * 2 / 3)

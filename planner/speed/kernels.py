@@ -229,13 +229,15 @@ def curves_for(backend: str, fam: str) -> tuple[Curve, ...]:
 
 
 def backend_for_machine(backend: str | None, machine_name: str) -> str | None:
-    """A chip generation's own kernels: e.g. MLX on M1/M2 lacks the g15+ small-batch qmv path."""
+    """A chip generation's own kernels: e.g. MLX on M1/M2 lacks the g15+ small-batch qmv path.
+
+    The longest matching machine prefix wins, so a chip class ("m1-ultra") can differ from its generation ("m1-").
+    """
     if backend is None:
         return None
-    for prefix, other in _catalog(str(catalog_dir())).by_machine.get(backend, {}).items():
-        if machine_name.startswith(prefix):
-            return other
-    return backend
+    table = _catalog(str(catalog_dir())).by_machine.get(backend, {})
+    hits = [prefix for prefix in table if machine_name.startswith(prefix)]
+    return table[max(hits, key=len)] if hits else backend
 
 
 def backend_family(backend: str, fam: str) -> str:
