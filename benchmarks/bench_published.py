@@ -140,7 +140,7 @@ def cli_args(entry: dict[str, Any], *, drop: Iterable[str] = ()) -> list[str]:
     drafts = ["--candidates", entry["draft"]] if method == "draft_model" else ["--method", method]
     argv = ["recommend", entry["target"], *drafts, "--machine", entry["machine"],
             "--engine", entry["engine"], "--weights-dtype", entry["weights_dtype"]]
-    for field, flag in (("batch", "--batch"), ("context", "--context"), ("temperature", "--temperature")):
+    for field, flag in (("batch", "--batch"), ("context", "--context"), ("temperature", "--temperature"), ("workload", "--workload")):
         if entry.get(field) is not None:
             argv += [flag, str(entry[field])]
     if entry.get("draft_weights_dtype") and "--draft-weights-dtype" not in drop:

@@ -12,6 +12,7 @@ import math
 import pytest
 
 from benchmarks import bench_acceptance
+from planner import engines
 from planner.drafting import DraftModel
 from planner.fits.machine_lookup import get_machine
 from planner.pairing import pair as pairing
@@ -164,8 +165,54 @@ def test_recommend_passes_temperature_to_the_prior():
     sampled = P.recommend(t, t.id, m, engine="llama.cpp", context=4096, candidates=[DraftModel(d, d.id)],
                           temperature=0.8)
     g, s = greedy.plans[0].acceptance, sampled.plans[0].acceptance
-    assert s.alpha == pytest.approx(g.alpha)
-    assert s.low == pytest.approx(max(0.0, g.low - ap.adjustments()["temperature"]["sampling"]["widen_low"]))
+    table = ap.adjustments()
+    kappa, full_at = table["confidence"]["kappa"], table["temperature"]["match"]["full_at"]
+    # llama.cpp keeps a drafted token when the target's sample equals it (moment 2), after the sampling widening
+    assert s.alpha == pytest.approx(ap.sampled_alpha(g.alpha, 0.8, kappa, full_at, 2))
+    widened = max(0.0, g.low - table["temperature"]["sampling"]["widen_low"])
+    assert s.low == pytest.approx(ap.sampled_alpha(widened, 0.8, kappa, full_at, 2))
+
+
+def test_sampled_acceptance_takes_a_moment_of_the_drafts_confidence():
+    """mlx-lm keeps a drafted token only when both models' samples are equal: P ~ E[c^3] for the draft's top-1
+    probability c ~ Beta(k a, k (1 - a)); E[c^3] = a (k a + 1)(k a + 2) / ((k + 1)(k + 2)), linear in T to full_at.
+    llama.cpp drafts its top token and the target samples: E[c^2] = a (k a + 1) / (k + 1)."""
+    assert ap.sampled_alpha(0.9, 1.0, 1.5, 1.0, 2) == pytest.approx(0.9 * 2.35 / 2.5)
+    # a = 0.9, k = 1.5: 0.9 x 2.35 x 3.35 / (2.5 x 3.5) = 0.809743; at T = 0.5 of full_at 1: 0.9 - 0.5 x 0.090257
+    assert ap.sampled_alpha(0.9, 1.0, 1.5, 1.0, 3) == pytest.approx(0.9 * 2.35 * 3.35 / 8.75)
+    assert ap.sampled_alpha(0.9, 0.5, 1.5, 1.0, 3) == pytest.approx(0.9 - 0.5 * (0.9 - 0.9 * 2.35 * 3.35 / 8.75))
+    assert ap.sampled_alpha(0.9, 3.0, 1.5, 1.0, 3) == ap.sampled_alpha(0.9, 1.0, 1.5, 1.0, 3)  # full drop at full_at
+    assert ap.sampled_alpha(1.0, 1.0, 1.5, 1.0, 3) == pytest.approx(1.0)  # a certain draft is always matched
+    table = {**TABLE, "temperature": {**TABLE["temperature"], "match": {"full_at": 1.0}},
+             "confidence": {"kappa": 1.5}}
+    pairs = [_entry("a", "Fam-3B-Instruct", 0.90, "https://github.com/o/r/issues/1"),
+             _entry("b", "Fam-7B-Instruct", 0.90, "https://github.com/o/r/issues/2")]
+    cond = ap.Conditions(draft_params=3_000_000_000, temperature=1.0)
+    lossless = ap.prior("fam", "fam", cond, pairs=pairs, table=table)
+    matched = ap.prior("fam", "fam", ap.Conditions(draft_params=3_000_000_000, temperature=1.0, rule="match"),
+                       pairs=pairs, table=table)
+    greedy = ap.prior("fam", "fam", ap.Conditions(draft_params=3_000_000_000, temperature=0.0, rule="match"),
+                      pairs=pairs, table=table)
+    assert lossless.alpha == pytest.approx(0.9) and greedy.alpha == pytest.approx(0.9)
+    assert matched.alpha == pytest.approx(0.9 * 2.35 * 3.35 / 8.75)
+    assert matched.low == pytest.approx(ap.sampled_alpha(lossless.low, 1.0, 1.5, 1.0, 3))
+    assert "both models sample at temperature 1" in matched.given
+
+
+def test_recommend_applies_the_engines_sampled_acceptance_rule():
+    """mlx-lm's rule is 'match' (mlx_lm/generate.py:616), llama.cpp's 'target' (common/sampling.cpp:696),
+    vLLM's rejection sampling keeps the greedy prior."""
+    t, d = load_spec("qwen2.5-14b-instruct"), load_spec("qwen2.5-1.5b-instruct")
+    m = get_machine("m4-max-128gb")
+    kappa = ap.adjustments()["confidence"]["kappa"]
+    plans = {e: {temp: P.recommend(t, t.id, m, engine=e, context=4096, candidates=[DraftModel(d, d.id)],
+                                   temperature=temp).plans[0].acceptance for temp in (0.0, 0.8)}
+             for e in ("mlx", "llama.cpp")}
+    greedy = plans["llama.cpp"][0.0].alpha
+    assert plans["mlx"][0.0].alpha == pytest.approx(greedy)
+    assert [engines.get(e).sampled_acceptance for e in ("vllm", "sglang", "transformers")] == ["rejection"] * 3
+    assert plans["llama.cpp"][0.8].alpha == pytest.approx(ap.sampled_alpha(greedy, 0.8, kappa, 1.0, 2))
+    assert plans["mlx"][0.8].alpha == pytest.approx(ap.sampled_alpha(greedy, 0.8, kappa, 1.0, 3))
 
 
 def test_heterogeneous_fallback_uses_the_number_pair_prints():

@@ -37,6 +37,7 @@ class DraftModel:
     kind: str = KIND
     workload: str | None = None  # --workload chat | code | reasoning (None: chat, as the catalogued prompts)
     temperature: float | None = None  # sampling temperature (None: greedy or the engine default)
+    acceptance_rule: str | None = None  # the engine's Engine.sampled_acceptance (None: rejection sampling)
 
     @property
     def label(self) -> str:
@@ -71,7 +72,8 @@ class DraftModel:
 
     def acceptance_prior(self, target: ModelSpec) -> acc.Acceptance:
         cond = acceptance_prior.conditions_for(target, self.spec, draft_quant=self.weights_dtype,
-                                               workload=self.workload, temperature=self.temperature)
+                                               workload=self.workload, temperature=self.temperature,
+                                               rule=self.acceptance_rule)
         return acceptance_prior.prior(target.family, self.spec.family, cond)
 
     def launch_fields(self) -> dict[str, Any]:
@@ -79,8 +81,10 @@ class DraftModel:
 
 
 def conditioned(methods: Sequence[Any], *, temperature: float | None = None,
-                workload: str | None = None) -> list[Any]:
-    """The methods with every draft model told the sampling temperature and workload its acceptance
-    prior depends on (a value the draft already carries wins); other methods unchanged."""
+                workload: str | None = None, rule: str | None = None) -> list[Any]:
+    """The methods with every draft model told the sampling temperature, workload and the engine's rule for
+    keeping a sampled draft token, which its acceptance prior depends on (a value the draft already carries
+    wins); other methods unchanged."""
     return [replace(m, temperature=m.temperature if m.temperature is not None else temperature,
-                    workload=m.workload or workload) if isinstance(m, DraftModel) else m for m in methods]
+                    workload=m.workload or workload, acceptance_rule=m.acceptance_rule or rule)
+            if isinstance(m, DraftModel) else m for m in methods]

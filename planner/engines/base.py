@@ -293,6 +293,11 @@ class Engine:
     # "" = every round drafts K (the engine has no such stop)
     confidence_stop: str = ""
     default_stop: tuple[float, int] | None = None  # (p_min, n_min) priced beside every-round-K (drafting_stop.py)
+    # how a drafted token is kept when sampling (speed/acceptance_prior.py): "rejection" (min(1, p/q), lossless
+    # speculative sampling), "target" (the draft proposes its top token; kept when the target's sample equals
+    # it) or "match" (draft and target each sample; kept when the two tokens are equal)
+    sampled_acceptance: str = "rejection"
+    sampled_acceptance_source: str = ""
     methods: Mapping[str, str] = field(default_factory=lambda: {DRAFT_MODEL: "a separate draft model"})
     method_refusals: Mapping[str, str] = field(default_factory=dict)
 

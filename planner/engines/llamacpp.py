@@ -389,6 +389,10 @@ ENGINE = Engine(
     weights_ladder=("q8_0", "q6_k", "q5_k", "q4_k"),
     partial_offload=True,  # -ngl N, --n-cpu-moe N (common/arg.cpp:2789, :2767)
     verify_backend={"gpu": "llama.cpp-cuda", "apple": "llama.cpp-metal", "cpu": "llama.cpp-cpu"},
+    sampled_acceptance="target",
+    sampled_acceptance_source=("common/speculative.cpp:363 @ 0c1e570: the draft proposes its top candidate "
+                               "(cur_p->data[0].id); common/sampling.cpp:678-700: the target samples each "
+                               "position and keeps the drafted token while 'draft[i] == id'"),
     confidence_stop=("--spec-draft-p-min P --spec-draft-n-min N (older builds: --draft-p-min, --draft-min): "
                      "common_speculative_gen_draft keeps each draft token and stops after the first under p_min; "
                      "drafts under n_min are dropped. Defaults: current builds n_max 3, n_min 0, p_min 0.0 "

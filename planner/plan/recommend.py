@@ -327,7 +327,8 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
                 curves[key] = roofline.verify_costs(target, roof, context=s.context, n_max=k_max + 1, settings=s)
             return roofline_verify(curves[key], method.step_s(roof, s), roof.name, s)
     options = []
-    for method in conditioned(cands, temperature=temperature, workload=workload):
+    for method in conditioned(cands, temperature=temperature, workload=workload,
+                              rule=engines.get(engine).sampled_acceptance):
         compat = method.compatibility(target, engine, context=context)
         alpha = acceptance_for(target, method, given=given_acceptance,
                                measured=(measured_acceptance or {}).get(method.label), tli=compat.tli_alpha)

@@ -47,6 +47,7 @@ class Conditions:
     draft_quant: str | None = None  # planner dtype name: fp16, q8_0, q4_k, int4 ...
     workload: str | None = None  # chat | code | reasoning (None: chat, the catalogued prompts)
     temperature: float | None = None  # None: greedy or engine default, as the catalogued entries
+    rule: str | None = None  # Engine.sampled_acceptance: "match" | "target" | "rejection" (None: rejection)
 
 
 @dataclass(frozen=True)
@@ -101,16 +102,17 @@ def prior(target_family: str | None, draft_family: str | None, c: Conditions, *,
         a, lo, hi = PRIOR_CROSS_FAMILY
         what = "unknown family" if not (tf and df) else f"cross-family {target_family} + {draft_family}"
         return Acceptance(a, lo, hi, given=f"assumed default ({what})", source=PRIOR_CROSS_FAMILY_SOURCE)
-    return _summarise(pool, shift(c, t), float(t["interval"]["half_width"]) + extra, label)
+    return matched_sampling(_summarise(pool, shift(c, t), float(t["interval"]["half_width"]) + extra, label), c, t)
 
 
 def conditions_for(target: ModelSpec, draft: ModelSpec, *, draft_quant: str | None = None,
-                   workload: str | None = None, temperature: float | None = None) -> Conditions:
+                   workload: str | None = None, temperature: float | None = None,
+                   rule: str | None = None) -> Conditions:
     """The conditions of a planned pair, from the specs as loaded (size from the header, instruct/base as
     the source decided it: ModelSpec.instruct, the same flag pairing/advice.py warns on)."""
     return Conditions(draft_params=draft.params_total or None, target_instruct=_spec_style(target),
                       draft_instruct=_spec_style(draft), draft_quant=draft_quant, workload=workload,
-                      temperature=temperature)
+                      temperature=temperature, rule=rule)
 
 
 def conditions_of(entry: acc.PairEntry) -> Conditions:
@@ -196,6 +198,49 @@ def _temperature_term(c: Conditions, t: Mapping[str, Any]) -> Shift:
     s = t["sampling"]
     return Shift(delta=float(s["delta"]), widen_low=float(s["widen_low"]), widen_high=float(s["widen_high"]),
                  notes=(f"sampling at temperature {c.temperature:g}: low side widened",))
+
+
+# a sampled draft token is kept with probability E[c^m]: m = 3 where both models sample and the tokens must be
+# equal ("match": mlx-lm), m = 2 where the draft proposes its top token and the target's sample must equal it
+# ("target": llama.cpp); lossless rejection sampling ("rejection") keeps the greedy alpha
+SAMPLED_MOMENT = {"match": 3, "target": 2}
+
+
+def sampled_alpha(alpha: float, temperature: float, kappa: float, full_at: float, moment: int) -> float:
+    """alpha where a drafted token is kept only when the target's sample equals it.
+
+    Why: greedy verification keeps a token when the argmaxes agree (alpha); sampled, the target's own draw
+    must land on the drafted token. Take the draft's top-1 probability c ~ Beta(kappa alpha, kappa (1 - alpha))
+    (the law speed/adaptive.py prices --draft-p-min with), a calibrated draft (the argmaxes agree with
+    probability c) and a target about as sure (p_top ~ c): the target's sample hits the draft's top token with
+    probability ~ c * c (moment 2); when the draft samples too, its own draw is its top token with probability
+    ~ c, so ~ c^3 (moment 3). E[c^m] = prod_j (k alpha + j) / (k + j), j < m. Greedy (T = 0) keeps alpha; the
+    drop grows linearly with the temperature to its full size at `full_at` (assumed).
+
+    Example:
+        >>> round(sampled_alpha(0.8, 1.0, 1.5, 1.0, 3), 4)  # 0.8 x 2.2 x 3.2 / (2.5 x 3.5)
+        0.6437
+    """
+    moment_value = 1.0
+    for j in range(moment):
+        moment_value *= (kappa * alpha + j) / (kappa + j)
+    return alpha - min(1.0, max(0.0, temperature) / full_at) * (alpha - moment_value)
+
+
+def matched_sampling(a: Acceptance, c: Conditions, t: Mapping[str, Any]) -> Acceptance:
+    """The prior under an engine that keeps a sampled draft token only when the target's sample equals it
+    (Engine.sampled_acceptance "match" or "target"); unchanged for greedy decoding and rejection sampling."""
+    temp = t["temperature"]
+    moment = SAMPLED_MOMENT.get(c.rule or "")
+    if moment is None or c.temperature is None or c.temperature <= float(temp["greedy_max"]):
+        return a
+    kappa, full_at = float(t["confidence"]["kappa"]), float(temp["match"]["full_at"])
+    lo, mid, hi = (sampled_alpha(x, c.temperature, kappa, full_at, moment) for x in (a.low, a.alpha, a.high))
+    who = "both models sample" if c.rule == "match" else "the target samples"
+    return Acceptance(alpha=mid, low=lo, high=hi, source=a.source,
+                      given=f"{a.given}; {who} at temperature {c.temperature:g} and a drafted token is kept only "
+                            f"when the target's sample equals it: {a.alpha:.3f} -> {mid:.3f} (assumed model, "
+                            f"catalogs/acceptance.json temperature.match)")
 
 
 # --- pooling ----------------------------------------------------------------------------------
