@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import json
 import math
+import statistics
+from dataclasses import replace
 
 import pytest
 
@@ -20,7 +22,7 @@ from planner.sources import load_spec
 from planner.speed import kernels
 from planner.speed.kernel_model import Matmul, Matrix, shape_matmuls
 from planner.speed.matmuls import forward_matmuls
-from planner.speed.roofline import Roof, forward_cost, forward_flops, matmul_params
+from planner.speed.roofline import Roof, forward_cost, forward_flops, kernel_ratio, matmul_params
 
 MM = Matrix(tile_rows=64, tile_tokens=32, peak_share=0.70, saturation=2.75, calibration=(), source="given")
 
@@ -117,9 +119,6 @@ def test_mlx_streams_at_the_one_die_share_and_the_ultra_share_on_two_dies():
     for m, share in ((pro, 0.85), (ultra, 0.73)):
         roof = roofline_machine(m, default_layout(1, "mlx"), "mlx")
         assert roof.bandwidth_bytes_per_s == pytest.approx(m.bandwidth_bytes_per_s * share)
-    # llama.cpp keeps one Apple share (its Metal kernel model is calibrated at it on an M2 Ultra)
-    assert roofline_machine(ultra, default_layout(1, "llama.cpp"), "llama.cpp").bandwidth_bytes_per_s == \
-        pytest.approx(ultra.bandwidth_bytes_per_s * 0.85)
 
 
 def test_llamacpp_on_hbm_streams_at_its_own_share_and_pays_a_fixed_cost_per_forward():
@@ -149,6 +148,41 @@ def test_llamacpp_on_hbm_streams_at_its_own_share_and_pays_a_fixed_cost_per_forw
     assert roofline_machine(a100, default_layout(1, "vllm"), "vllm").bandwidth_bytes_per_s == \
         pytest.approx(a100.bandwidth_bytes_per_s * 0.75)
     assert roofline_machine(get_machine("rtx-4090"), default_layout(1, "llama.cpp"), "llama.cpp").share_kind == "gpu"
+
+
+def test_llamacpp_on_an_ultra_streams_at_its_own_share_and_pays_a_fixed_cost_per_forward():
+    # geerlingguy's llama.cpp (build 7825) decodes of Llama-3.2-3B and Llama-3.1-70B Q4_K_M on an M1 Ultra
+    # (127.6 / 9.84 t/s, 800 GB/s) and an M3 Ultra (154.6 / 14.1, 819 GB/s): t = streamed / (share x peak) + fixed,
+    # fitted by hand on what this roofline streams for each (k-quant factor included: a forward at 1 B/s)
+    from planner.fits.fit import default_layout
+    from planner.plan.roof import roofline_machine
+
+    def streamed(model: str) -> float:
+        bare = Roof(bandwidth_bytes_per_s=1.0, peak_flops={"bf16": 1e15}, kind="apple")
+        return forward_cost(load_spec(model), bare, n=1, context=512, overhead_s=0.0,
+                            settings=Settings(context=512, engine="llama.cpp", weights_dtype="q4_k")).memory_s
+
+    b3, b70 = streamed("llama-3.2-3b-instruct"), streamed("llama-3.1-70b-instruct")
+    fits = []
+    for t3, t70, peak in ((127.6, 9.84, 800e9), (154.6, 14.1, 819e9)):
+        bw = (b70 - b3) / (1 / t70 - 1 / t3)
+        fits.append((bw / peak, 1 / t3 - b3 / bw))
+    share, fixed = statistics.mean(f[0] for f in fits), statistics.mean(f[1] for f in fits)
+    m3u = get_machine("m3-ultra-256gb")
+    roof = roofline_machine(m3u, default_layout(1, "llama.cpp"), "llama.cpp")
+    assert roof.share_kind == "apple-ultra"
+    assert roof.bandwidth_bytes_per_s == pytest.approx(m3u.bandwidth_bytes_per_s * share, rel=0.01)
+    c = forward_cost(load_spec("llama-3.1-8b-instruct"), roof, n=1, context=512,
+                     settings=Settings(context=512, engine="llama.cpp", weights_dtype="q4_k"))
+    assert c.overhead_s == pytest.approx(fixed, rel=0.01)
+    # the single-die chips keep the Apple share and no fixed cost; the Metal kernel model sees an Ultra at the
+    # Apple share it was calibrated at, so the Ultra's t_v(n)/t_v(1) does not flatten with its lower stream
+    pro = roofline_machine(get_machine("m4-max-128gb"), default_layout(1, "llama.cpp"), "llama.cpp")
+    assert pro.share_kind == "apple" and pro.bandwidth_bytes_per_s == pytest.approx(546e9 * 0.85)
+    spec, s = load_spec("qwen2.5-7b-instruct"), Settings(context=512, engine="llama.cpp", weights_dtype="q8_0")
+    at_apple_share = replace(roof, bandwidth_bytes_per_s=m3u.bandwidth_bytes_per_s * 0.85, share_kind="apple")
+    assert kernel_ratio(spec, s, "apple", 4, machine_name=m3u.name, machine=roof).central == pytest.approx(
+        kernel_ratio(spec, s, "apple", 4, machine_name=m3u.name, machine=at_apple_share).central)
 
 
 def test_memory_type_is_one_of_the_known_kinds_and_sourced():

@@ -32,6 +32,7 @@ from .base import (
     windowed,
     with_notes,
 )
+from .llamacpp_speed import BANDWIDTH_EFFICIENCY, FORMAT_SHARE, FORWARD_OVERHEAD_BY_KIND
 
 NAME = "llama.cpp"
 # n_ubatch default 512 (common/common.h); context padded to 256 (llama-context.cpp, GGML_PAD(n_ctx, 256));
@@ -341,9 +342,6 @@ def _draft_n(k: int, p_min: float | None = None, n_min: int = 0) -> str:
     return f" --spec-draft-n-max {k} --spec-draft-n-min {n_min} --spec-draft-p-min {p_min:g}"
 
 
-HBM_SOURCE = ("llama.cpp on HBM GPUs (XiongjieDai/GPU-Benchmarks-on-LLM-Inference, llama-bench tg512 May 2024: "
-              "8B and 70B Q4_K_M on H100 PCIe, A100 SXM4, A100 PCIe)")
-
 ENGINE = Engine(
     name=NAME,
     aliases=("llamacpp", "llama-cpp", "llama_cpp", "ollama", "lmstudio"),
@@ -356,14 +354,7 @@ ENGINE = Engine(
     forward_overhead_s=(0.0, (1 / 138.31 - 1 / 146.81) / 32),
     forward_overhead_source="kernel launches 13.1 us/layer (llama.cpp PR #6766: CUDA graphs 138.31 -> 146.81 "
                             "t/s, RTX 4090)",
-    # datacenter GPUs on HBM: batch-1 decode of 8B and 70B Q4_K_M on one GPU (llama-bench tg512, builds
-    # b2824-b2843, May 2024) lies on t = bytes / (share x peak) + a fixed cost per forward, with the bytes this
-    # roofline reads (4.29 and 39.27 GB): H100 PCIe 145.55 / 25.03 t/s -> 2.81 ms, A100 SXM4 135.04 / 24.61 ->
-    # 3.33 ms, A100 PCIe 140.62 / 22.31 -> 2.49 ms (the Dec 2023 ./main figures of the same repository show
-    # the same shape); the median, 2.81 ms, taken. It is host work per llama_decode (graph build, scheduling,
-    # sampling): every draft step pays it as well.
-    forward_overhead_by_kind={"gpu-hbm": ((2.81e-3, 0.0), HBM_SOURCE + ": fixed cost per forward 2.49-3.33 ms, "
-                                                          "2.81 ms taken")},
+    forward_overhead_by_kind=FORWARD_OVERHEAD_BY_KIND,
     tokens_held=tokens_held,
     prefill_chunk=prefill_chunk,
     pair_rule=pair_rule,
@@ -390,9 +381,8 @@ ENGINE = Engine(
     partial_offload=True,  # -ngl N, --n-cpu-moe N (common/arg.cpp:2789, :2767)
     verify_backend={"gpu": "llama.cpp-cuda", "apple": "llama.cpp-metal", "cpu": "llama.cpp-cpu"},
     sampled_acceptance="target",
-    sampled_acceptance_source=("common/speculative.cpp:363 @ 0c1e570: the draft proposes its top candidate "
-                               "(cur_p->data[0].id); common/sampling.cpp:678-700: the target samples each "
-                               "position and keeps the drafted token while 'draft[i] == id'"),
+    sampled_acceptance_source=("common/speculative.cpp:363 @ 0c1e570: the draft proposes its top candidate; "
+                               "common/sampling.cpp:696: the target samples and keeps it while 'draft[i] == id'"),
     confidence_stop=("--spec-draft-p-min P --spec-draft-n-min N (older builds: --draft-p-min, --draft-min): "
                      "common_speculative_gen_draft keeps each draft token and stops after the first under p_min; "
                      "drafts under n_min are dropped. Defaults: current builds n_max 3, n_min 0, p_min 0.0 "
@@ -415,28 +405,6 @@ ENGINE = Engine(
                          "0.54-0.58 of the prediction on RTX 4090/5090/PRO 6000, DeepSeek-V2-Lite 0.47 on an RTX "
                          "3090; dense models on the same GPUs 0.80-1.33; gpt-oss-20b 0.86-1.18): the roofline prices "
                          "the touched experts' bytes, not the many small expert reads"),
-    # the k-quants' mat-vec kernels (multi-level scales unpacked per block) stream below the others: on GDDR
-    # GPUs ten published Q4_K_M decodes imply 0.56-0.71 of peak, median 0.611 = 0.777 x the 0.786 share
-    # (RTX 3090/4090/5090, L40S; docs/speed.md); on Metal the draftbench M4 Max Q4_K_M baselines (14B 46.6,
-    # 72B 9.35 tok/s) sit at 0.90 of what the 0.85 share gives, where its F16/Q8_0 ones sit at 1.0
-    format_share={"gpu": {"kquant": (0.777, "llama.cpp CUDA k-quant mat-vec: 0.56-0.71 of peak in ten published "
-                                            "Q4_K_M decodes (median 0.611 = 0.777 x the GPU share; docs/speed.md)")},
-                  "apple": {"kquant": (0.90, "llama.cpp Metal k-quants: draftbench M4 Max Q4_K_M baselines 46.6 "
-                                             "(14B) and 9.35 (72B) tok/s, 0.90 of the 0.85 share's")}},
-    bandwidth_efficiency={
-        # achieved / peak bytes per second of batch-1 decode, implied by 16 published llama.cpp decodes on GDDR
-        # GPUs (2024-2026 builds, docs/speed.md): F16 / Q8_0 / Q4_0 0.74-0.89 (RTX 3060 Q8_0 #5877, RTX 3090
-        # Q8_0 openclawradar, RTX 4090 Q4_0 PR #20586, RTX 3090/4090 F16 XiongjieDai), k-quants 0.56-0.71
-        "gpu": (0.786, "llama.cpp CUDA decode on GDDR GPUs: F16/Q8_0/Q4_0 weights stream at 0.74-0.89 of peak "
-                       "(median of six published decodes, docs/speed.md): 0.786 taken"),
-        # HBM (datacenter) GPUs: the same two-point fits: H100 PCIe 0.529, A100 SXM4 0.516, A100 PCIe 0.479 of
-        # peak, for every format (F16 on the same GPUs: 0.91-1.18 of the prediction); NVIDIA's engineers note the
-        # mat-vec kernels leave large headroom on HBM (llama.cpp issue #9817)
-        "gpu-hbm": (0.516, HBM_SOURCE + ": streaming share 0.479-0.529 of peak, 0.516 taken"),
-        # Metal: M4 Max 14B Q8_0 30.03 t/s x 15.7 GB = 0.86, FP16 16.82 t/s x 29.5 GB = 0.91 of 546 GB/s
-        # (draftbench, February 2026)
-        "apple": (0.85, "llama.cpp Metal decode reaches 0.86-0.91 of peak bandwidth (draftbench, M4 Max): 0.85 taken"),
-        "cpu": (1.0, "CPU bandwidth is the measured copy bandwidth or the catalogued figure; matmul compute is "
-                     "derated separately (CPU_MATMUL_EFFICIENCY)"),
-    },
+    format_share=FORMAT_SHARE,
+    bandwidth_efficiency=BANDWIDTH_EFFICIENCY,
 )

@@ -372,12 +372,20 @@ def kernel_ratio(spec: ModelSpec, s: Settings, kind: str, n: int, *, measured_on
 
     With the machine, a backend's physical model (speed/kernel_model.py) scales the published curves to
     its bandwidth and ALU rate and to these weights' bytes per weight (resident weight bytes / parameters).
+    The model sees the chip at the engine's share for the machine kind, as it saw its calibration chips
+    (kernel_model.calibration_chip): a class's own derate (an Ultra's lower streaming share) slows the weight
+    stream the roofline prices, not the balance of per-token ALU work to stream the curves were fitted on.
     """
     backend, fam = kernel_key(spec, s, kind, machine_name)
     total = memory.weights(spec, s)[0]
     chip = weights = None
     if machine is not None and spec.params_total > 0:
-        chip = kernels.Chip(machine_name, float(machine.bandwidth_bytes_per_s or 0), dict(machine.peak_flops or {}))
+        bw = float(machine.bandwidth_bytes_per_s or 0)
+        key = getattr(machine, "share_kind", None)
+        table = engines.get(s.engine).bandwidth_efficiency if s.engine else {}
+        if key in table and kind in table and key != kind:
+            bw *= table[kind][0] / table[key][0]
+        chip = kernels.Chip(machine_name, bw, dict(machine.peak_flops or {}))
         weights = kernels.Weights(total / spec.params_total, spec.params_total)
     return kernels.ratio(backend, fam, n, measured_only=measured_only, chip=chip, weights=weights)
 
