@@ -22,7 +22,14 @@ from planner.sources import load_spec
 from planner.speed import kernels
 from planner.speed.kernel_model import Matmul, Matrix, shape_matmuls
 from planner.speed.matmuls import forward_matmuls
-from planner.speed.roofline import Roof, forward_cost, forward_flops, kernel_ratio, matmul_params
+from planner.speed.roofline import (
+    Roof,
+    format_factor,
+    forward_cost,
+    forward_flops,
+    kernel_ratio,
+    matmul_params,
+)
 
 MM = Matrix(tile_rows=64, tile_tokens=32, peak_share=0.70, saturation=2.75, calibration=(), source="given")
 
@@ -183,6 +190,33 @@ def test_llamacpp_on_an_ultra_streams_at_its_own_share_and_pays_a_fixed_cost_per
     at_apple_share = replace(roof, bandwidth_bytes_per_s=m3u.bandwidth_bytes_per_s * 0.85, share_kind="apple")
     assert kernel_ratio(spec, s, "apple", 4, machine_name=m3u.name, machine=roof).central == pytest.approx(
         kernel_ratio(spec, s, "apple", 4, machine_name=m3u.name, machine=at_apple_share).central)
+
+
+def test_llamacpp_on_amd_streams_at_its_own_share_fitted_on_published_rocm_decodes():
+    # llama.cpp issue #20934 (RX 7900 XTX, ROCm, March 2026): Llama-2-7B Q4_0 tg128 ~129-144 t/s (136.5 taken);
+    # PR #26284: Llama-3-8B Q4_K_M 105.75 t/s. share = streamed bytes / (peak x (1/t - overhead)), by hand
+    from planner.fits.fit import default_layout
+    from planner.plan.roof import roofline_machine, share_kinds
+
+    def streamed(model: str, dtype: str) -> tuple[float, float]:
+        bare = Roof(bandwidth_bytes_per_s=1.0, peak_flops={"bf16": 1e30, "fp16": 1e30}, kind="gpu")
+        c = forward_cost(load_spec(model), bare, n=1, context=128,
+                         settings=Settings(context=128, engine="llama.cpp", weights_dtype=dtype))
+        return c.memory_s, c.overhead_s
+
+    xtx = get_machine("rx-7900-xtx")
+    assert share_kinds(xtx)[0] == "gpu-amd" and share_kinds(get_machine("mi300x"))[0] == "gpu-hbm"
+    e0, o0 = streamed("llama-2-7b", "q4_0")
+    share = e0 / (xtx.bandwidth_bytes_per_s * (1 / 136.5 - o0))
+    e1, o1 = streamed("meta-llama-3-8b", "q4_k")  # streamed at the GDDR k-quant factor 0.777: take it out
+    factor = e1 * 0.777 / (xtx.bandwidth_bytes_per_s * (1 / 105.75 - o1)) / share
+    roof = roofline_machine(xtx, default_layout(1, "llama.cpp"), "llama.cpp")
+    assert roof.share_kind == "gpu-amd"
+    assert roof.bandwidth_bytes_per_s == pytest.approx(xtx.bandwidth_bytes_per_s * share, rel=0.01)
+    assert format_factor(load_spec("meta-llama-3-8b"), Settings(context=128, engine="llama.cpp", weights_dtype="q4_k"),
+                         roof)[0] == pytest.approx(factor, rel=0.01)
+    # engines that catalogue no AMD share keep their GPU one
+    assert roofline_machine(xtx, default_layout(1, "vllm"), "vllm").share_kind == "gpu"
 
 
 def test_memory_type_is_one_of_the_known_kinds_and_sourced():

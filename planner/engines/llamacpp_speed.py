@@ -11,6 +11,9 @@ HBM_SOURCE = ("llama.cpp on HBM GPUs (XiongjieDai/GPU-Benchmarks-on-LLM-Inferenc
 # Metal k-quants: one factor for every Apple class (the Ultra fits below are on Q4_K_M and take it as given)
 METAL_KQUANT = (0.90, "llama.cpp Metal k-quants: draftbench M4 Max Q4_K_M baselines 46.6 (14B) and 9.35 (72B) "
                       "tok/s, 0.90 of the 0.85 share's")
+AMD_SOURCE = ("llama.cpp on AMD GPUs (ROCm/HIP: the CUDA kernels compiled for gfx1100): RX 7900 XTX tg128 of Llama-2-7B "
+              "Q4_0 ~129-144 t/s with March 2026 builds (ggml-org/llama.cpp issue #20934; 136.5 taken) and tg64 of "
+              "Llama-3-8B Q4_K_M 105.75 t/s (PR #26284), on the bytes this roofline streams")
 ULTRA_SOURCE = ("llama.cpp on the two-die Apple Ultras: batch-1 decode of Llama-3.2-3B and Llama-3.1-70B Q4_K_M "
                 "(geerlingguy/ai-benchmarks README, llama.cpp build 7825: M1 Ultra 127.6 / 9.84, M3 Ultra 154.6 / 14.1 "
                 "tok/s) fitted as t = bytes / (share x 0.90 x peak) + fixed on the bytes this roofline reads (1.87 "
@@ -38,6 +41,7 @@ FORWARD_OVERHEAD_BY_KIND = {
 FORMAT_SHARE = {
     "gpu": {"kquant": (0.777, "llama.cpp CUDA k-quant mat-vec: 0.56-0.71 of peak in ten published Q4_K_M decodes "
                               "(median 0.611 = 0.777 x the GPU share; docs/speed.md)")},
+    "gpu-amd": {"kquant": (0.843, AMD_SOURCE + ": Q4_K_M streams at 0.843 of the Q4_0 share")},
     "apple": {"kquant": METAL_KQUANT},
     "apple-ultra": {"kquant": METAL_KQUANT},
 }
@@ -52,6 +56,9 @@ BANDWIDTH_EFFICIENCY = {
     # peak, for every format (F16 on the same GPUs: 0.91-1.18 of the prediction); NVIDIA's engineers note the
     # mat-vec kernels leave large headroom on HBM (llama.cpp issue #9817)
     "gpu-hbm": (0.516, HBM_SOURCE + ": streaming share 0.479-0.529 of peak, 0.516 taken"),
+    # AMD (HIP): the Q4_0 decode implies 0.581 of peak on a 7900 XTX; older builds stream lower (W7900 Q4_0 Dec
+    # 2024 and May 2025, 7900 XTX Jan 2024: 0.46-0.52), and the Vulkan backend higher (same issue: ~167-177 t/s)
+    "gpu-amd": (0.581, AMD_SOURCE + ": Q4_0 (and F16/Q8_0, not measured apart) stream at 0.581 of peak"),
     # Metal: M4 Max 14B Q8_0 30.03 t/s x 15.7 GB = 0.86, FP16 16.82 t/s x 29.5 GB = 0.91 of 546 GB/s
     # (draftbench, February 2026)
     "apple": (0.85, "llama.cpp Metal decode reaches 0.86-0.91 of peak bandwidth (draftbench, M4 Max): 0.85 taken"),

@@ -52,7 +52,8 @@ def share_kinds(machine: Machine, tp: int = 1) -> tuple[str, ...]:
     """The keys a machine's achieved bandwidth share may be catalogued under, most specific first:
     "gpu-tp" for GPUs in a tensor-parallel group (each rank's shard is small and every layer
     synchronises the group twice), "gpu-hbm" for GPUs on HBM (mat-vec kernels tuned on GDDR cards keep
-    too few bytes in flight there), "apple-ultra" for the two-die Apple Ultra chips (UltraFusion: decode
+    too few bytes in flight there), "gpu-amd" for AMD GPUs (llama.cpp's HIP build of its CUDA kernels streams
+    below them on NVIDIA cards), "apple-ultra" for the two-die Apple Ultra chips (UltraFusion: decode
     reaches a lower share of the nominal figure), then the machine's kind."""
     name = f"{machine.name} {machine.display_name}".lower()
     keys = []
@@ -60,6 +61,8 @@ def share_kinds(machine: Machine, tp: int = 1) -> tuple[str, ...]:
         keys.append("gpu-tp")
     if machine.kind == "gpu" and machine.memory_type == "hbm":
         keys.append("gpu-hbm")
+    if machine.kind == "gpu" and machine.vendor == "amd":
+        keys.append("gpu-amd")
     if machine.kind == "apple" and "ultra" in name:
         keys.append("apple-ultra")
     return (*keys, machine.kind)
