@@ -128,22 +128,29 @@ def test_mlx_streams_at_the_one_die_share_and_the_ultra_share_on_two_dies():
         assert roof.bandwidth_bytes_per_s == pytest.approx(m.bandwidth_bytes_per_s * share)
 
 
+def _two_point_fits(models: tuple[str, str], kind: str, streamed, runs) -> list[tuple[float, float]]:
+    """(share of peak, fixed seconds per forward) per run (t_small, t_large in tok/s, peak B/s) of a small and a
+    large model's Q4_K_M decode: t = x / (share x peak) + fixed, x what `streamed` reads off a forward priced at
+    1 B/s with no overhead (the bytes this roofline reads, or its seconds with a format factor in them)."""
+    bare = Roof(bandwidth_bytes_per_s=1.0, peak_flops={"bf16": 1e15}, kind=kind)
+    small, large = (streamed(forward_cost(load_spec(m), bare, n=1, context=512, overhead_s=0.0,
+                                          settings=Settings(context=512, engine="llama.cpp", weights_dtype="q4_k")))
+                    for m in models)
+    fits = []
+    for t_small, t_large, peak in runs:
+        bw = (large - small) / (1 / t_large - 1 / t_small)
+        fits.append((bw / peak, 1 / t_small - small / bw))
+    return fits
+
+
 def test_llamacpp_on_hbm_streams_at_its_own_share_and_pays_a_fixed_cost_per_forward():
     # XiongjieDai May 2024 tg512 of 8B and 70B Q4_K_M: t = bytes / (share x peak) + fixed, fitted by hand on the
     # bytes this roofline reads for the two models (a forward at peak bandwidth and no overhead)
     from planner.fits.fit import default_layout
     from planner.plan.roof import roofline_machine
 
-    def moved(model: str) -> int:
-        bare = Roof(bandwidth_bytes_per_s=1e12, peak_flops={"bf16": 1e15}, kind="gpu")
-        return forward_cost(load_spec(model), bare, n=1, context=512, overhead_s=0.0,
-                            settings=Settings(context=512, engine="llama.cpp", weights_dtype="q4_k")).bytes_moved
-
-    b8, b70 = moved("meta-llama-3-8b"), moved("llama-3.1-70b-instruct")
-    fits = []
-    for t8, t70, peak in ((145.55, 25.03, 2.0e12), (135.04, 24.61, 2.039e12), (140.62, 22.31, 1.935e12)):
-        bw = (b70 - b8) / (1 / t70 - 1 / t8)
-        fits.append((bw / peak, 1 / t8 - b8 / bw))
+    fits = _two_point_fits(("meta-llama-3-8b", "llama-3.1-70b-instruct"), "gpu", lambda c: c.bytes_moved,
+                           ((145.55, 25.03, 2.0e12), (135.04, 24.61, 2.039e12), (140.62, 22.31, 1.935e12)))
     shares, fixed = sorted(f[0] for f in fits), sorted(f[1] for f in fits)
     a100 = get_machine("a100-80gb")
     roof = roofline_machine(a100, default_layout(1, "llama.cpp"), "llama.cpp")
@@ -164,16 +171,8 @@ def test_llamacpp_on_an_ultra_streams_at_its_own_share_and_pays_a_fixed_cost_per
     from planner.fits.fit import default_layout
     from planner.plan.roof import roofline_machine
 
-    def streamed(model: str) -> float:
-        bare = Roof(bandwidth_bytes_per_s=1.0, peak_flops={"bf16": 1e15}, kind="apple")
-        return forward_cost(load_spec(model), bare, n=1, context=512, overhead_s=0.0,
-                            settings=Settings(context=512, engine="llama.cpp", weights_dtype="q4_k")).memory_s
-
-    b3, b70 = streamed("llama-3.2-3b-instruct"), streamed("llama-3.1-70b-instruct")
-    fits = []
-    for t3, t70, peak in ((127.6, 9.84, 800e9), (154.6, 14.1, 819e9)):
-        bw = (b70 - b3) / (1 / t70 - 1 / t3)
-        fits.append((bw / peak, 1 / t3 - b3 / bw))
+    fits = _two_point_fits(("llama-3.2-3b-instruct", "llama-3.1-70b-instruct"), "apple", lambda c: c.memory_s,
+                           ((127.6, 9.84, 800e9), (154.6, 14.1, 819e9)))
     share, fixed = statistics.mean(f[0] for f in fits), statistics.mean(f[1] for f in fits)
     m3u = get_machine("m3-ultra-256gb")
     roof = roofline_machine(m3u, default_layout(1, "llama.cpp"), "llama.cpp")
