@@ -36,7 +36,7 @@ from . import kernel_model
 from .kernel_model import Chip, Weights
 
 BEYOND = ("hold", "extend", "switch")
-SCOPES = ("model", "op", "bound")
+SCOPES = ("model", "op")
 # Weight-format families: what selects the kernel (dominant dtype of the resident weights).
 FAMILY_OF_DTYPE = {"U32": "int4", "F16": "float", "BF16": "float", "F32": "float",
                    "Q8_0": "q8", "Q8_1": "q8", "Q8_K": "q8",
@@ -101,9 +101,8 @@ class Ratio:
     basis: str  # "measured" (a whole-model curve of this family covers n), "model" (the physical model of
     #             speed/kernel_model.py on this chip and format), "op-level", "analog" (a curve of
     #             another family on the same kernel), "extrapolated" (past every curve's last point: the
-    #             interval runs from flat to the held level), "bound" (no measurement: the kernel rule bounds
-    #             the cost between flat and one weight read per token), "matrix" (past the vector kernels: the
-    #             weights stream once and the tiled GEMM's FLOPs are the compute term), or "none" (roofline alone)
+    #             interval runs from flat to the held level), "matrix" (past the vector kernels: the weights
+    #             stream once and the tiled GEMM's FLOPs are the compute term), or "none" (roofline alone)
     sources: tuple[str, ...]
 
 
@@ -144,10 +143,6 @@ def ratio(backend: str | None, fam: str | None, n: int, *, measured_only: bool =
         values = [c.ratio(n) for c in (own or curves)]
         return Ratio(statistics.median(values), 1.0, max(values), "extrapolated",
                      tuple(dict.fromkeys(c.source for c in (own or curves))))
-    if own and all(c.scope == "bound" for c in own):  # no measurement: the kernel rule bounds it
-        values = [c.ratio(n) for c in own]
-        top = max(values)
-        return Ratio((1.0 + top) / 2, 1.0, top, "bound", tuple(dict.fromkeys(c.source for c in own)))
     if not own:  # a stand-in: the same kernel measured with another format; anything from flat to it
         values = [c.ratio(n) for c in curves]
         return Ratio(statistics.median(values), 1.0, max(values), "analog",
