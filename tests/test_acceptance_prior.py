@@ -166,7 +166,7 @@ def test_recommend_passes_temperature_to_the_prior():
                           temperature=0.8)
     g, s = greedy.plans[0].acceptance, sampled.plans[0].acceptance
     table = ap.adjustments()
-    kappa, full_at = table["confidence"]["kappa"], table["temperature"]["match"]["full_at"]
+    kappa, full_at = table["confidence"]["kappa"], table["temperature"]["sampled_rule"]["full_at"]
     # llama.cpp keeps a drafted token when the target's sample equals it (moment 2), after the sampling widening
     assert s.alpha == pytest.approx(ap.sampled_alpha(g.alpha, 0.8, kappa, full_at, 2))
     widened = max(0.0, g.low - table["temperature"]["sampling"]["widen_low"])
@@ -183,7 +183,7 @@ def test_sampled_acceptance_takes_a_moment_of_the_drafts_confidence():
     assert ap.sampled_alpha(0.9, 0.5, 1.5, 1.0, 3) == pytest.approx(0.9 - 0.5 * (0.9 - 0.9 * 2.35 * 3.35 / 8.75))
     assert ap.sampled_alpha(0.9, 3.0, 1.5, 1.0, 3) == ap.sampled_alpha(0.9, 1.0, 1.5, 1.0, 3)  # full drop at full_at
     assert ap.sampled_alpha(1.0, 1.0, 1.5, 1.0, 3) == pytest.approx(1.0)  # a certain draft is always matched
-    table = {**TABLE, "temperature": {**TABLE["temperature"], "match": {"full_at": 1.0}},
+    table = {**TABLE, "temperature": {**TABLE["temperature"], "sampled_rule": {"full_at": 1.0}},
              "confidence": {"kappa": 1.5}}
     pairs = [_entry("a", "Fam-3B-Instruct", 0.90, "https://github.com/o/r/issues/1"),
              _entry("b", "Fam-7B-Instruct", 0.90, "https://github.com/o/r/issues/2")]

@@ -106,12 +106,17 @@ def test_apple_machines_catalogue_their_gpu_cores():
 
 
 def test_a_bad_gpu_core_count_is_refused():
-    entry = json.loads((catalog_dir() / "machines" / "m4-max-128gb.json").read_text())
-    for bad in (0, -3, 2.5, True, 10**6):
-        with pytest.raises(MachineError, match="gpu_cores"):
-            machine_catalog.validate_entry({**entry, "gpu_cores": bad}, "test")
-    missing = {**entry, "sources": {k: v for k, v in entry["sources"].items() if k != "gpu_cores"}}
-    with pytest.raises(MachineError, match=r"sources\.gpu_cores"):
+    _refused_and_sourced("m4-max-128gb", "gpu_cores", (0, -3, 2.5, True, 10**6))
+
+
+def _refused_and_sourced(machine: str, key: str, bad_values: tuple) -> None:
+    """A catalogued machine's `key`: every bad value refused, and the field refused without its source."""
+    entry = json.loads((catalog_dir() / "machines" / f"{machine}.json").read_text())
+    for bad in bad_values:
+        with pytest.raises(MachineError, match=key):
+            machine_catalog.validate_entry({**entry, key: bad}, "test")
+    missing = {**entry, "sources": {k: v for k, v in entry["sources"].items() if k != key}}
+    with pytest.raises(MachineError, match=rf"sources\.{key}"):
         machine_catalog.validate_entry(missing, "test")
 
 
@@ -219,14 +224,8 @@ def test_llamacpp_on_amd_streams_at_its_own_share_fitted_on_published_rocm_decod
 
 
 def test_memory_type_is_one_of_the_known_kinds_and_sourced():
-    entry = json.loads((catalog_dir() / "machines" / "h100-sxm.json").read_text())
     assert get_machine("h100-sxm").memory_type == "hbm" and get_machine("rtx-4090").memory_type is None
-    for bad in ("HBM", "sram", 3):
-        with pytest.raises(MachineError, match="memory_type"):
-            machine_catalog.validate_entry({**entry, "memory_type": bad}, "test")
-    missing = {**entry, "sources": {k: v for k, v in entry["sources"].items() if k != "memory_type"}}
-    with pytest.raises(MachineError, match=r"sources\.memory_type"):
-        machine_catalog.validate_entry(missing, "test")
+    _refused_and_sourced("h100-sxm", "memory_type", ("HBM", "sram", 3))
 
 
 def test_an_moe_target_on_the_roofline_says_its_baseline_is_low_confidence():

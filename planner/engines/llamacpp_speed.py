@@ -17,9 +17,8 @@ AMD_SOURCE = ("llama.cpp on AMD GPUs (ROCm/HIP: the CUDA kernels compiled for gf
 ULTRA_SOURCE = ("llama.cpp on the two-die Apple Ultras: batch-1 decode of Llama-3.2-3B and Llama-3.1-70B Q4_K_M "
                 "(geerlingguy/ai-benchmarks README, llama.cpp build 7825: M1 Ultra 127.6 / 9.84, M3 Ultra 154.6 / 14.1 "
                 "tok/s) fitted as t = bytes / (share x 0.90 x peak) + fixed on the bytes this roofline reads (1.87 "
-                "and 39.27 GB); held "
-                "against llama.cpp discussion #4167 (build 8e672ef, Llama-2-7B F16/Q8_0/Q4_0 on six Ultras: "
-                "predicted / measured median 1.05; 1.47 with the single-die share and no fixed cost)")
+                "and 39.27 GB); held against llama.cpp discussion #4167 (build 8e672ef, Llama-2-7B F16/Q8_0/Q4_0 on "
+                "six Ultras: predicted / measured median 0.99; 1.47 with the single-die share and no fixed cost)")
 
 # datacenter GPUs on HBM: batch-1 decode of 8B and 70B Q4_K_M on one GPU (llama-bench tg512, builds
 # b2824-b2843, May 2024) lies on t = bytes / (share x peak) + a fixed cost per forward, with the bytes this

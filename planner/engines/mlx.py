@@ -118,8 +118,8 @@ ENGINE = Engine(
     verify_backend={"apple": "mlx-metal"},
     sampled_acceptance="match",
     sampled_acceptance_source=("mlx_lm/generate.py:616 @ d78bf58e (speculative_generate_step): the draft and the "
-                               "target each sample with the same sampler and a drafted token is kept only "
-                               "'if tn == dtn' (the same rule since mlx-examples PR #1155)"),
+                               "target each sample with the same sampler and the round stops at the first "
+                               "'if tn != dtn: break' (the same rule since mlx-examples PR #1155)"),
     methods={DRAFT_MODEL: "--draft-model DRAFT --num-draft-tokens K (mlx_lm/server.py:1953, :1959)"},
     method_refusals={
         EAGLE3: "mlx-lm drafts only with a separate --draft-model (mlx_lm/server.py:1953): no EAGLE-3 heads",

@@ -4,7 +4,9 @@ Why: one alpha per family pair hides the spread users see. In the published swee
 the draft's own size (0.5B vs 1.5B Qwen2.5 drafts: 0.86 vs 0.92 for a 14B and a 72B target alike),
 drops a little for a base draft of an instruct target, and barely moves with the draft's
 quantisation down to 4 bits. Workload and sampling temperature have no controlled published
-measurement for separate drafts, so they widen the interval instead of moving its centre.
+measurement for separate drafts, so they widen the interval instead of moving its centre, except where
+the engine keeps a sampled draft token only when the target's sample equals it (llama.cpp, mlx-lm:
+`sampled_alpha`), which lowers acceptance by a stated model.
 
 Mechanism (catalogs/acceptance.json holds every number with its source):
   1. each catalogs/pairs entry's alpha is normalised to the reference conditions (draft at or above
@@ -234,13 +236,13 @@ def matched_sampling(a: Acceptance, c: Conditions, t: Mapping[str, Any]) -> Acce
     moment = SAMPLED_MOMENT.get(c.rule or "")
     if moment is None or c.temperature is None or c.temperature <= float(temp["greedy_max"]):
         return a
-    kappa, full_at = float(t["confidence"]["kappa"]), float(temp["match"]["full_at"])
+    kappa, full_at = float(t["confidence"]["kappa"]), float(temp["sampled_rule"]["full_at"])
     lo, mid, hi = (sampled_alpha(x, c.temperature, kappa, full_at, moment) for x in (a.low, a.alpha, a.high))
     who = "both models sample" if c.rule == "match" else "the target samples"
     return Acceptance(alpha=mid, low=lo, high=hi, source=a.source,
                       given=f"{a.given}; {who} at temperature {c.temperature:g} and a drafted token is kept only "
                             f"when the target's sample equals it: {a.alpha:.3f} -> {mid:.3f} (assumed model, "
-                            f"catalogs/acceptance.json temperature.match)")
+                            f"catalogs/acceptance.json temperature.sampled_rule)")
 
 
 # --- pooling ----------------------------------------------------------------------------------
