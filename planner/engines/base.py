@@ -15,6 +15,7 @@ import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 
+from ..core.calibration import sourced
 from ..core.errors import one_line
 from ..core.spec import CHUNKED, SLIDING, LayerSpec, ModelSpec, TokenizerFingerprint
 
@@ -202,8 +203,7 @@ ActivationBytes = Callable[[ModelSpec, int, int, int, bool], int]
 # "Making Deep Learning Go Brrrr"); fp8 GEMMs ~0.69 (DeepGEMM 1358 of 1979 TFLOPS at M=4096). 0.75 taken,
 # for every engine whose matmuls are those libraries' (vLLM, SGLang, transformers).
 CUDA_GEMM_EFFICIENCY = {
-    "gpu": (0.75, "large GEMMs reach ~0.75 of dense tensor peak (FlashAttention-3 740/989 TFLOPS on H100; "
-                  "cuBLAS bf16 258/312 TFLOPS on A100)"),
+    "gpu": sourced("cuda-gemm", "gpu", "compute_share"),
 }
 
 

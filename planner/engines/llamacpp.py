@@ -32,7 +32,7 @@ from .base import (
     windowed,
     with_notes,
 )
-from .llamacpp_speed import BANDWIDTH_EFFICIENCY, FORMAT_SHARE, FORWARD_OVERHEAD_BY_KIND
+from .llamacpp_speed import BANDWIDTH_EFFICIENCY, FORMAT_SHARE, FORWARD_OVERHEAD_BY_KIND, LAUNCH_PER_LAYER
 
 NAME = "llama.cpp"
 # n_ubatch default 512 (common/common.h); context padded to 256 (llama-context.cpp, GGML_PAD(n_ctx, 256));
@@ -351,9 +351,8 @@ ENGINE = Engine(
     # per-op kernel launches; CUDA graphs removed (1/138.31 - 1/146.81) s per token for LLaMA-2-7B
     # q4_0 on an RTX 4090 (PR #6766) = 0.419 ms / 32 layers = 13.1 us per layer (an upper bound on
     # CUDA builds with graphs; the cost on Metal/CPU backends, which launch per op).
-    forward_overhead_s=(0.0, (1 / 138.31 - 1 / 146.81) / 32),
-    forward_overhead_source="kernel launches 13.1 us/layer (llama.cpp PR #6766: CUDA graphs 138.31 -> 146.81 "
-                            "t/s, RTX 4090)",
+    forward_overhead_s=(0.0, LAUNCH_PER_LAYER[0]),
+    forward_overhead_source=LAUNCH_PER_LAYER[1],
     forward_overhead_by_kind=FORWARD_OVERHEAD_BY_KIND,
     tokens_held=tokens_held,
     prefill_chunk=prefill_chunk,

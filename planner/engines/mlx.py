@@ -8,6 +8,7 @@ construction cost per forward).
 
 from __future__ import annotations
 
+from ..core.calibration import ANY, get, sourced
 from ..core.spec import LayerSpec
 from .base import (
     CATALOG,
@@ -103,9 +104,8 @@ ENGINE = Engine(
     overhead_source="MLX/Metal: no per-device context counted; usable share is set by the machine",
     # lazy graph construction: 1450 graphs/s for Mistral-7B 4-bit (ml-explore/mlx PR #871)
     # = 0.69 ms per forward / 32 layers = 21.6 us per layer
-    forward_overhead_s=(0.0, 1 / 1450.453 / 32),
-    forward_overhead_source="graph construction 0.69 ms per Mistral-7B forward, 21.6 us/layer (ml-explore/mlx "
-                            "PR #871)",
+    forward_overhead_s=(0.0, get(NAME, ANY, "forward_per_layer_s").value),
+    forward_overhead_source=get(NAME, ANY, "forward_per_layer_s").source,
     tokens_held=tokens_held,
     prefill_chunk=prefill_chunk,
     pair_rule=pair_rule,
@@ -130,10 +130,8 @@ ENGINE = Engine(
     bandwidth_efficiency={
         # single die: M3 Pro Qwen2.5-7B 4-bit 29.21 t/s x 4.28 GB = 0.83 of 150 GB/s (lmstudio-ai/mlx-engine PR #83),
         # Qwen2.5-32B 4-bit 7.30 t/s x 18.4 GB = 0.90 (LM Studio 0.3.10 blog)
-        "apple": (0.85, "MLX decode reaches 0.83-0.90 of peak bandwidth on one die (M3 Pro: mlx-engine PR #83, LM "
-                        "Studio 0.3.10 blog): 0.85 taken"),
+        "apple": sourced(NAME, "apple", "bandwidth_share"),
         # two dies (UltraFusion): mlx-lm Qwen2.5-32B 4-bit on M2 Ultra 31.77 t/s x ~18.4 GB = 0.73 of 800 GB/s (mlx #1861)
-        "apple-ultra": (0.73, "MLX decode on a two-die Ultra reaches 0.73 of peak bandwidth (Qwen2.5-32B 4-bit, M2 "
-                              "Ultra, ml-explore/mlx PR #1861)"),
+        "apple-ultra": sourced(NAME, "apple-ultra", "bandwidth_share"),
     },
 )

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..core.calibration import ANY, get, sourced
 from ..core.constants import MiB
 from ..core.spec import LayerSpec
 from . import vllm
@@ -151,8 +152,7 @@ def speculative_flags(x: LaunchInput) -> str:
 # tensor parallel: batch-1 Llama-3.x-70B bf16 at TP 8 decodes at 88.61 tok/s on 8 x H100 (PR #4716) and 53.7
 # tok/s (TPOT 18.63 ms) on 8 x A100 (SGLang cookbook, 0.5.6): less the modelled all-reduces (2 x 80 x 10.1 us)
 # each rank streams its 17.5 GB shard at 0.540 and 0.504 of its peak; the mean, 0.522, taken (TP 1: 0.75)
-TP_SHARE = (0.522, "SGLang at TP 8: Llama-3.x-70B bf16 batch 1, 88.61 tok/s on 8 x H100 (PR #4716), 53.7 tok/s on "
-                   "8 x A100 (SGLang cookbook): each rank streams at 0.540 / 0.504 of peak after the all-reduces")
+TP_SHARE = sourced(NAME, "gpu-tp", "bandwidth_share")
 
 # SGLang shares vLLM's design (CUDA-graph forward, Python scheduler, NCCL, the same KV types and
 # weight formats): where its own figure is not sourced, vLLM's is taken, and said so. What differs:
@@ -166,16 +166,14 @@ ENGINE = replace(
     # the overlap scheduler (SGLang v0.4) prepares the next batch while the GPU runs this one: batch-1
     # Llama-3.1-8B on an H100 decodes at 158.34 tok/s = 6.32 ms (EAGLE-3 paper Table 4, SGLang docs), the
     # weight stream alone at the 0.75 share is 6.39 ms -- nothing is left for a per-step cost
-    forward_overhead_s=(0.0, 0.0),
-    forward_overhead_source="none measurable: the overlap scheduler hides per-step CPU work (batch-1 Llama-3.1-8B "
-                            "on an H100 158.34 tok/s = 6.32 ms, its weight stream 6.39 ms; EAGLE-3 paper Table 4)",
+    forward_overhead_s=(get(NAME, ANY, "forward_fixed_s").value, 0.0),
+    forward_overhead_source=get(NAME, ANY, "forward_fixed_s").source,
     # the draft loop is one CUDA graph (EAGLEDraftCudaGraphRunner): PR #4247 EAGLE-3 num_steps 5 -> 8 on
     # Llama-3.1-8B, H100: 361.70 -> 378.57 tok/s at acceptance length 4.68 -> 5.39 = 12.94 -> 14.24 ms a
     # round, 0.43 ms per added step, 0.11 ms above the head's 0.32 ms weight read (without CUDA graphs the
     # same run gave 276.30 tok/s)
-    draft_forward_overhead_s=(0.11e-3, 0.0),
-    draft_forward_overhead_source="0.11 ms per draft step in the CUDA-graphed draft loop (SGLang PR #4247: EAGLE-3 "
-                                  "num_steps 5 -> 8, 12.94 -> 14.24 ms a round, less the head's weight read)",
+    draft_forward_overhead_s=(get(NAME, ANY, "draft_forward_fixed_s").value, 0.0),
+    draft_forward_overhead_source=get(NAME, ANY, "draft_forward_fixed_s").source,
     tokens_held=tokens_held,  # a token pool, not 16-token blocks
     prefill_chunk=prefill_chunk,
     pair_rule=pair_rule,  # STANDALONE's own check
@@ -191,10 +189,10 @@ ENGINE = replace(
     method_refusals={EARLY_EXIT: "SGLang has no early-exit self-speculation (algorithms: spec_info.py:39-47)"},
     gpu_utilization=GPU_UTILIZATION,
     bandwidth_efficiency={
-        "gpu": (0.75, "assumed equal to vLLM's CUDA kernels (~0.75 of peak bandwidth, vLLM PR #2497)"),
+        "gpu": sourced(NAME, "gpu", "bandwidth_share"),
         "gpu-tp": TP_SHARE,
     },
     # compute_efficiency: vLLM's (the same cuBLAS/CUTLASS/FlashInfer GEMMs) is inherited by replace()
-    spec_round_overhead_source="assumed equal to vLLM's speculation machinery (0.78 ms + 84 us per sequence per "
-                               "round, vLLM issue #49548)",
+    spec_round_overhead_s=(get(NAME, ANY, "spec_round_fixed_s").value, get(NAME, ANY, "spec_round_per_sequence_s").value),
+    spec_round_overhead_source=get(NAME, ANY, "spec_round_fixed_s").source,
 )

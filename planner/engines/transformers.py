@@ -8,6 +8,7 @@ launch overhead), torch CUDA context 300-700 MiB.
 
 from __future__ import annotations
 
+from ..core.calibration import ANY, get, sourced
 from ..core.constants import MiB
 from ..core.spec import LayerSpec
 from .base import (
@@ -132,9 +133,8 @@ ENGINE = Engine(
     overhead_source="torch CUDA context 300-700 MiB, 500 MiB assumed",
     # eager PyTorch, no CUDA graphs: Llama-2-7B bf16 on A100 ran 25.5 tok/s eager vs 107 tok/s with
     # torch.compile + CUDA graphs, "heavily CPU overhead bound": (1/25.5 - 1/107) s / 32 layers = 0.933 ms/layer.
-    forward_overhead_s=(0.0, (1 / 25.5 - 1 / 107) / 32),
-    forward_overhead_source="eager PyTorch launch overhead 0.93 ms/layer (PyTorch blog 'GPT, Fast': 25.5 vs "
-                            "107 tok/s)",
+    forward_overhead_s=(0.0, get(NAME, ANY, "forward_per_layer_s").value),
+    forward_overhead_source=get(NAME, ANY, "forward_per_layer_s").source,
     tokens_held=tokens_held,
     prefill_chunk=prefill_chunk,
     pair_rule=pair_rule,
@@ -157,6 +157,6 @@ ENGINE = Engine(
     method_refusals={EAGLE3: "transformers has no EAGLE-3 drafting (candidate generators: "
                              "generation/candidate_generator.py)"},
     bandwidth_efficiency={
-        "gpu": (0.75, "assumed: cuBLAS decode GEMV ~0.75 of peak bandwidth, as vLLM's kernels (vLLM PR #2497)"),
+        "gpu": sourced(NAME, "gpu", "bandwidth_share"),
     },
 )

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 
+from ..core.calibration import ANY, Calibration, get, sourced
 from ..core.constants import MiB
 from ..core.spec import LayerSpec
 from .base import (
@@ -148,6 +149,11 @@ def speculative_config(x: LaunchInput) -> dict | None:
     return spec
 
 
+
+def _cal(term: str) -> Calibration:
+    """vLLM's fitted constant `term` on every machine (catalogs/calibration/vllm.json)."""
+    return get(NAME, ANY, term)
+
 ENGINE = Engine(
     name=NAME,
     aliases=(),
@@ -158,18 +164,15 @@ ENGINE = Engine(
     # above the weight stream at the 0.75 share: V1 Llama-3.1-8B on an H100 7.07 ms (issue #20780) and
     # 7.52 ms (133 tok/s, PR #16937) against 6.39 ms = 0.68 and 1.13 ms; Llama-3.2-1B TPOT 2.64-2.73 ms
     # (PR #17866) ~1.9 ms above its ~0.8 ms read. The median, 1.1 ms, taken (V0 showed ~4 ms, RFC #6854).
-    forward_overhead_s=(1.1e-3, 0.0),
-    forward_overhead_source="per-step CPU work ~1.1 ms (median of V1 batch-1 TPOT above the weight stream: 0.68 ms "
-                            "issue #20780, 1.13 ms PR #16937 (Llama-3.1-8B, H100), 1.9 ms PR #17866 (Llama-3.2-1B))",
+    forward_overhead_s=(_cal("forward_fixed_s").value, 0.0),
+    forward_overhead_source=_cal("forward_fixed_s").source,
     # a draft step runs in the proposer's loop (vllm/v1/spec_decode/eagle.py propose: one head forward per
     # drafted token, no scheduler pass or sampler): issue #20780 EAGLE-3 K = 4, TPOT 4.05 ms at acceptance
     # length 3.08 = 12.47 ms a round, less the verify of 5 tokens (7.07 ms x 1.13, the cuda-serving float
     # curve) and the machinery (0.78 ms, #49548), leaves 0.93 ms per drafted token, 0.61 ms above the
     # head's 0.32 ms weight read
-    draft_forward_overhead_s=(0.61e-3, 0.0),
-    draft_forward_overhead_source="0.61 ms per draft step in the proposer loop (vLLM issue #20780: EAGLE-3 K = 4 on "
-                                  "Llama-3.1-8B, TPOT 4.05 vs 7.07 ms at acceptance length 3.08, less verify and "
-                                  "machinery)",
+    draft_forward_overhead_s=(_cal("draft_forward_fixed_s").value, 0.0),
+    draft_forward_overhead_source=_cal("draft_forward_fixed_s").source,
     tokens_held=tokens_held,
     prefill_chunk=prefill_chunk,
     pair_rule=pair_rule,
@@ -194,9 +197,8 @@ ENGINE = Engine(
     # speculation enabled at K = 0 (drafts switched off by a dynamic schedule) still costs: TPOT 14.374 ->
     # 15.317 ms at concurrency 2 and 77.164 -> 93.820 ms at 189 (vLLM 0.27.1, H100 NVL, gemma-4-31B FP8,
     # issue #49548): slope (16.656 - 0.943) ms / 187 = 84 us per sequence, 0.775 ms fixed, per round
-    spec_round_overhead_s=(0.775e-3, 84.0e-6),
-    spec_round_overhead_source="speculation machinery 0.78 ms + 84 us per sequence per round (vLLM issue #49548: "
-                               "K = 0 speculation vs none, TPOT at concurrency 2 and 189)",
+    spec_round_overhead_s=(_cal("spec_round_fixed_s").value, _cal("spec_round_per_sequence_s").value),
+    spec_round_overhead_source=_cal("spec_round_fixed_s").source,
     methods={DRAFT_MODEL: "method draft_model (vllm/config/speculative.py:74-83)",
              EAGLE3: "method eagle3, the head's repo as model (speculative.py:71-73, :1447-1448)",
              MTP: "method mtp, the target's own MTP layers (speculative.py:38-69, :1246-1266)",
@@ -210,10 +212,9 @@ ENGINE = Engine(
                          "routing, expert kernels and all-reduces are not priced"),
     bandwidth_efficiency={
         # GPTQ-Marlin GEMV at ~1160 GB/s achieved (vLLM PR #2497, A100 class: ~0.75 of peak)
-        "gpu": (0.75, "CUDA weight-only GEMV kernels reach ~0.75 of peak bandwidth (Marlin ~1160 GB/s, vLLM PR #2497)"),
+        "gpu": sourced(NAME, "gpu", "bandwidth_share"),
         # in a tensor-parallel group each rank streams a small shard and synchronises twice a layer: SGLang's
         # measured TP 8 share (engines/sglang.py), the same CUDA-graph design
-        "gpu-tp": (0.522, "assumed equal to SGLang's at TP 8 (0.504-0.540 of peak per rank, 70B bf16 batch 1 on 8 x "
-                          "H100 / 8 x A100)"),
+        "gpu-tp": sourced(NAME, "gpu-tp", "bandwidth_share"),
     },
 )
