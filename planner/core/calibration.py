@@ -48,6 +48,7 @@ class Calibration:
     rows: tuple[str, ...]
     held_out: tuple[str, ...]
     source: str
+    dependent: tuple[str, ...] = ()  # rows of the same setup as a fitted row (same paper, GPU, model): not independent
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -69,7 +70,7 @@ def _entry(raw: Any, origin: str) -> Calibration:
                           origin)
     return Calibration(str(raw["engine"]), str(raw["machine_class"]), str(raw["term"]), float(value),
                        str(raw["unit"]), fit, tuple(map(str, raw["rows"])), tuple(map(str, raw["held_out"])),
-                       str(raw["source"]))
+                       str(raw["source"]), tuple(map(str, raw.get("dependent", ()))))
 
 
 @lru_cache(maxsize=1)
