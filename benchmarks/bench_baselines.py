@@ -10,8 +10,8 @@ published decodes. This prints, for every row of benchmarks/data/published_basel
 
 gives as `plans[0].baseline_tokens_per_s` (n-gram lookup has no draft model: the baseline alone
 is priced), the ratio predicted / measured, and the median ratio per group (engine, machine class,
-dense or MoE), calibration rows (the ones a catalogued figure was set from: in-sample) apart from
-check rows. Exit code: 0 (a report, whatever the numbers); 2 when the data file cannot be read.
+dense or MoE), in-sample rows (the ones a catalogs/calibration/ entry was fitted on: computed from
+the calibration, not declared) apart from out-of-sample rows. Exit code: 0 (a report, whatever the numbers); 2 when the data file cannot be read.
 """
 
 from __future__ import annotations
@@ -31,18 +31,21 @@ DATA = REPO / "benchmarks" / "data" / "published_baselines.json"
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
 
-from bench_published import DataError, read_list, run_cli  # noqa: E402  (the same in-process, offline CLI runner)
+from bench_published import DataError, calibration_rows, read_list, run_cli  # noqa: E402  (the same in-process, offline CLI runner)
 
-FIELDS = ("id", "source", "engine", "machine", "model", "weights_dtype", "measured_tokens_per_s", "role")
-ROLES = ("calibration", "check")
+FIELDS = ("id", "source", "engine", "machine", "model", "weights_dtype", "measured_tokens_per_s")
+ROLES = ("in-sample", "out-of-sample")
 
 
 def load_rows(path: Path) -> list[dict[str, Any]]:
     """The `baselines` list, each row checked for the fields the benchmark needs.
 
+    Each row gets its `role`: 'in-sample' when a catalogs/calibration/ entry was fitted on it (or lists it
+    as dependent), else 'out-of-sample'; computed here, never declared in the data.
+
     Raises:
         DataError: unreadable file, invalid JSON, no `baselines` list, a row missing a field, a
-            non-positive measurement, an unknown role, or a duplicate id.
+            non-positive measurement, or a duplicate id.
     """
     rows = read_list(path, "baselines")
     seen: set[str] = set()
@@ -51,11 +54,13 @@ def load_rows(path: Path) -> list[dict[str, Any]]:
         if missing:
             raise DataError(f"Cannot read row {i} of '{path}': missing {', '.join(missing)}.")
         meas = r["measured_tokens_per_s"]
-        if not isinstance(meas, (int, float)) or meas <= 0 or r["role"] not in ROLES or r["id"] in seen:
+        if not isinstance(meas, (int, float)) or meas <= 0 or r["id"] in seen:
             raise DataError(f"Cannot read row {i} ('{r['id']}') of '{path}': measured_tokens_per_s must be > 0, "
-                            f"role one of {', '.join(ROLES)}, ids unique.")
+                            f"ids unique.")
         seen.add(r["id"])
-    return rows
+    fitted = calibration_rows()
+    return [{**r, "role": ROLES[0] if r["id"] in fitted else ROLES[1], "fitted_by": fitted.get(r["id"], [])}
+            for r in rows]
 
 
 def cli_args(row: dict[str, Any]) -> list[str]:

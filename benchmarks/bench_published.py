@@ -16,7 +16,9 @@ An entry is "not expressible" when its engine, machine, target, weights dtype or
 (the data file's `note` says why). A flag the CLI refuses is dropped, the run repeated, and the
 row says so.
 
-Printed: one row per entry, then a summary per source and per origin, and overall:
+Printed: one row per entry, then a summary per source, per origin and per sample (in-sample when a
+catalogs/calibration/ entry lists the row, or its acceptance feeds the priors: computed, not declared),
+and overall (then again over the out-of-sample rows alone):
   sign agreement   verdict 'faster' with measured > 1.05, 'slower' with measured < 0.95; over the
                    entries whose measured speed-up is outside [0.95, 1.05]; 'uncertain' counts as
                    neither right nor wrong but stays in the denominator (also given without it)
@@ -126,6 +128,26 @@ def source_key(source: str) -> str:
     return host
 
 
+def calibration_rows() -> dict[str, list[str]]:
+    """Row id -> the calibration entries (engine/class/term) that were fitted on it or list it as dependent
+    (the same paper, GPU and model as a fitted row): catalogs/calibration/, read through the planner."""
+    from planner.core.calibration import entries
+
+    out: dict[str, list[str]] = {}
+    for e in entries().values():
+        for rid in (*e.rows, *e.dependent):
+            out.setdefault(rid, []).append("/".join(e.key))
+    return out
+
+
+def sample_key(entry: dict[str, Any]) -> str:
+    """'in-sample' when a calibration entry lists the row, or its acceptance feeds the priors (catalogs/pairs);
+    else 'out-of-sample'. Computed, never declared: a constant fitted on a row makes the row in-sample."""
+    if entry["id"] in calibration_rows() or (entry.get("origin") or "").startswith("catalogs/pairs"):
+        return "in-sample"
+    return "out-of-sample"
+
+
 def origin_key(entry: dict[str, Any]) -> str:
     """'catalogs/pairs' (their acceptance feeds the tool's priors: in-sample) or the entry's own origin."""
     origin = entry.get("origin") or "unknown"
@@ -189,6 +211,7 @@ def refused_flag(stderr: str, argv: Sequence[str]) -> str | None:
 
 def _row(entry: dict[str, Any], status: str, reason: str | None = None, **fields: Any) -> dict[str, Any]:
     row = {"id": entry["id"], "source": source_key(entry["source"]), "origin": origin_key(entry),
+           "sample": sample_key(entry),
            "status": status, "reason": reason, "measured_speedup": entry["measured_speedup"],
            "measured_baseline_tokens_per_s": entry.get("baseline_tokens_per_s"), "stand_in": bool(entry.get("stand_in")),
            "engine": entry.get("engine"), "machine": entry.get("machine"), "k_requested": entry.get("k")}
@@ -391,6 +414,10 @@ def pooled_text(rows: Sequence[dict[str, Any]]) -> str:
     return f"median error pooled by source (each source's median once): {_pct(med)} over {n} sources"
 
 
+def out_of_sample(rows: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [r for r in rows if r["sample"] == "out-of-sample"]
+
+
 def report_text(rows: Sequence[dict[str, Any]], data: Path) -> str:
     """The whole human report."""
     dropped = sorted({f for r in rows for f in r["dropped_flags"]})
@@ -401,7 +428,10 @@ def report_text(rows: Sequence[dict[str, Any]], data: Path) -> str:
              "Not predicted:", other_table(rows), "",
              "By source:", group_table(summarise_by(rows, "source"), "source"), "",
              "By origin:", group_table(summarise_by(rows, "origin"), "origin"), "",
-             "Overall:", overall_text(summarise(rows)), pooled_text(rows)]
+             "By sample (in-sample: a calibration entry lists the row, or its acceptance feeds the priors):",
+             group_table(summarise_by(rows, "sample"), "sample"), "",
+             "Overall:", overall_text(summarise(rows)), pooled_text(rows), "",
+             "Out-of-sample only:", overall_text(summarise(out_of_sample(rows))), pooled_text(out_of_sample(rows))]
     if dropped:
         parts.append(f"note: the CLI refused {', '.join(dropped)}; those entries ran without it")
     return "\n".join(parts)
@@ -423,6 +453,8 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"data": str(args.data), "overall": summarise(rows),
                           "pooled_by_source": {"median_rel_error": pooled, "sources": sources},
                           "by_source": summarise_by(rows, "source"), "by_origin": summarise_by(rows, "origin"),
+                          "by_sample": summarise_by(rows, "sample"),
+                          "out_of_sample": summarise(out_of_sample(rows)),
                           "entries": rows}, indent=1))
     else:
         print(report_text(rows, args.data))

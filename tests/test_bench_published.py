@@ -154,3 +154,16 @@ def test_pooled_by_source_counts_a_sweep_once():
     rows += [{**row(1.0, 1.5, "faster"), "source": "a", "id": "a"}, {**row(1.0, 1.3, "faster"), "source": "b", "id": "b"}]
     med, n = bench.pooled_by_source(rows)
     assert n == 3 and med == pytest.approx(0.3)  # median of 0.1, 0.5, 0.3 (not of the eleven rows: 0.1)
+
+
+def test_in_sample_is_computed_from_the_calibration():
+    entries = {e["id"]: e for e in bench.load_entries(DATA)}
+    # SGLang's zero per-step cost was set from the EAGLE-3 paper's batch-1 row (Table 4): the paper's Table 3
+    # sweep on the same H100 and model is listed as dependent, so it is not scored as independent evidence
+    assert bench.sample_key(entries["eagle3-paper-t3-sglang-h100-llama3.1-8b-eagle3-chain3-bs2"]) == "in-sample"
+    # vLLM's draft step is fitted on #20780's EAGLE-3 K = 4 round; the paper's vLLM sweep on an RTX 3090 is not
+    assert bench.sample_key(entries["vllm-20780-llama3.1-8b-eagle3-k4"]) == "in-sample"
+    assert bench.sample_key(entries["eagle3-paper-t5-vllm-rtx3090-llama3.1-8b-eagle3-k2-bs2"]) == "out-of-sample"
+    pairs = next(e for e in entries.values() if (e.get("origin") or "").startswith("catalogs/pairs"))
+    assert bench.sample_key(pairs) == "in-sample"  # its acceptance feeds the priors
+    assert bench.sample_key(entries["llamacpp-10664-qwen2.5-72b-q4km-0.5b-f16"]) == "out-of-sample"

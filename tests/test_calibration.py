@@ -168,13 +168,6 @@ def test_every_listed_row_exists_and_the_fitted_runs_quote_their_rows():
             assert set(p["rows"]) <= set(e.rows)
 
 
-def test_calibration_rows_are_the_ones_the_baseline_data_marks_calibration():
-    # published_baselines.json's role field is what the entries list (bench_baselines computes it from them)
-    fitted = {r for e in ENTRIES.values() for r in e.rows}
-    declared = {i for i, r in ROWS.items() if r.get("role") == "calibration"}
-    assert fitted & set(ROWS) - declared == set(), "rows an entry is fitted on must not be called check rows"
-
-
 # --- no speed constant outside the catalog ---------------------------------------------------------
 
 _DEFINITIONAL = {0.0, 1.0}  # an absent term; the CPU's own measured bandwidth (engines/llamacpp_speed.py)
