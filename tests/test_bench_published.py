@@ -167,3 +167,12 @@ def test_in_sample_is_computed_from_the_calibration():
     pairs = next(e for e in entries.values() if (e.get("origin") or "").startswith("catalogs/pairs"))
     assert bench.sample_key(pairs) == "in-sample"  # its acceptance feeds the priors
     assert bench.sample_key(entries["llamacpp-10664-qwen2.5-72b-q4km-0.5b-f16"]) == "out-of-sample"
+
+
+@pytest.mark.slow
+def test_the_docs_tables_are_the_benchmarks_output():
+    # docs/speed.md's benchmark tables are generated (benchmarks/speed_doc.py), never pasted
+    spec = importlib.util.spec_from_file_location("speed_doc", REPO / "benchmarks" / "speed_doc.py")
+    doc = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(doc)
+    assert doc.main(["--check"]) == 0
