@@ -19,8 +19,8 @@ from planner.speed.kernel_model import Chip, Fit, Weights
 from planner.speed.roofline import Roof, forward_cost, kv_bytes_moved, logit_bytes, weight_bytes_read
 
 # the catalogue's figures (catalogs/machines/*.json) x llama.cpp's Apple bandwidth share 0.85
-M4_MAX = Chip("m4-max-128gb", 546e9 * 0.85, {"fp16": 16.15872e12})  # M4: dual issue (x2)
-M2_ULTRA = Chip("m2-ultra-192gb", 800e9 * 0.85, {"fp16": 27.199488e12})  # M2: single issue
+M4_MAX = Chip("m4-max-128gb", 546e9 * 0.85, {"fp16": 16.15872e12}, gpu_class="apple-m4/max")  # M4: dual issue (x2)
+M2_ULTRA = Chip("m2-ultra-192gb", 800e9 * 0.85, {"fp16": 27.199488e12}, gpu_class="apple-m2/ultra")  # M2: single issue
 Q8_0, F16, Q4_0 = 34 / 32, 2.0, 18 / 32  # bytes per weight of one GGUF block
 FIT = Fit(6.0, 12.0, "given")
 
@@ -106,7 +106,8 @@ def test_past_the_switch_the_weights_stream_once_and_the_matrix_kernel_prices_th
 
 def test_the_roofline_scales_the_weight_read_by_the_model():
     spec = load_spec("qwen2.5-14b-instruct")
-    roof = Roof(bandwidth_bytes_per_s=M4_MAX.bytes_per_s, peak_flops=M4_MAX.flops, name="m4-max-128gb", kind="apple")
+    roof = Roof(bandwidth_bytes_per_s=M4_MAX.bytes_per_s, peak_flops=M4_MAX.flops, name="m4-max-128gb", kind="apple",
+                gpu_family="apple-m4", gpu_tier="max")
     s = Settings(context=4096, engine="llama.cpp", weights_dtype="q8_0")
     cost = forward_cost(spec, roof, n=4, context=4096, settings=s, overhead_s=0.0)
     bpw = memory.weights(spec, s)[0] / spec.params_total  # resident bytes per parameter

@@ -85,11 +85,16 @@ def test_bad_catalog_is_one_clear_error(tmp_path, monkeypatch):
 def test_mlx_on_m1_m2_takes_the_per_row_qmv_curves_of_its_die_class():
     """MLX's fast small-batch qmv_wide runs on GPU family g15+ (quantized.cpp:537-540); M1/M2 keep the
     per-row qmv, measured on Ultras (M1 Ultra whole-model, M3 Ultra op-level, mlx#4265) and on a single-die
-    chip under mlx 0.31.2 (M4 Pro: vllm-metal#503, mlx#3839). The longest machine prefix picks the class."""
-    assert kernels.backend_for_machine("mlx-metal", "m1-ultra-64gb") == "mlx-metal-pre-g15-ultra"
-    assert kernels.backend_for_machine("mlx-metal", "m2-ultra-192gb") == "mlx-metal-pre-g15-ultra"
-    assert kernels.backend_for_machine("mlx-metal", "m1-pro-32gb") == "mlx-metal-pre-g15"
-    assert kernels.backend_for_machine("mlx-metal", "m4-max-128gb") == "mlx-metal"
+    chip under mlx 0.31.2 (M4 Pro: vllm-metal#503, mlx#3839). The machine's catalogued GPU class (gpu_family /
+    gpu_tier, never its name) picks the kernels; the most specific class wins."""
+    from planner.fits.machine_lookup import get_machine
+
+    for name, backend in (("m1-ultra-64gb", "mlx-metal-pre-g15-ultra"), ("m2-ultra-192gb", "mlx-metal-pre-g15-ultra"),
+                          ("m1-pro-32gb", "mlx-metal-pre-g15"), ("m2-8gb", "mlx-metal-pre-g15"),
+                          ("m3-ultra-256gb", "mlx-metal"), ("m4-max-128gb", "mlx-metal")):
+        assert kernels.backend_for_machine("mlx-metal", kernels.gpu_class(get_machine(name))) == backend, name
+    # a name alone decides nothing: a machine called 'm1-ultra' with no class fields keeps the generic kernels
+    assert kernels.backend_for_machine("mlx-metal", kernels.gpu_class(object())) == "mlx-metal"
     ultra = kernels.ratio("mlx-metal-pre-g15-ultra", "int4", 4)
     # whole-model curves 135.5 / 43.6 = 3.11 and 4 x 86.8 / 31.1 = 2.79 -> median 2.95; M3 Ultra op 3.26 on top
     assert ultra.basis == "measured"

@@ -85,7 +85,7 @@ def test_the_roofline_switches_to_the_matrix_kernel_past_eight_tokens():
     spec = load_spec("qwen2.5-14b-instruct")
     m4 = get_machine("m4-max-128gb")
     roof = Roof(bandwidth_bytes_per_s=546e9 * 0.85, peak_flops={"fp16": 16.15872e12}, name=m4.name, kind="apple",
-                gpu_cores=m4.gpu_cores)
+                gpu_cores=m4.gpu_cores, gpu_family=m4.gpu_family, gpu_tier=m4.gpu_tier)
     s = Settings(context=4096, engine="llama.cpp", weights_dtype="q4_k")
     c8, c9 = (forward_cost(spec, roof, n=n, context=4096, settings=s, overhead_s=0.0) for n in (8, 9))
     assert (c8.kernel_basis, c9.kernel_basis) == ("model", "matrix")
@@ -94,7 +94,8 @@ def test_the_roofline_switches_to_the_matrix_kernel_past_eight_tokens():
     assert c9.compute_s == pytest.approx(tiles + attention / 16.15872e12)
     assert c9.seconds > 2 * c8.seconds  # a 4-bit 14B: mul_mm at 9 tokens costs over twice mul_mv_ext at 8
     # without a core count (a non-Apple machine, an old file) the plain FLOP roof stands
-    plain = forward_cost(spec, Roof(546e9 * 0.85, {"fp16": 16.15872e12}, name=m4.name, kind="apple"), n=9,
+    plain = forward_cost(spec, Roof(546e9 * 0.85, {"fp16": 16.15872e12}, name=m4.name, kind="apple",
+                                         gpu_family=m4.gpu_family, gpu_tier=m4.gpu_tier), n=9,
                          context=4096, settings=s, overhead_s=0.0)
     assert plain.compute_s == pytest.approx(forward_flops(spec, 4096, 9) / 16.15872e12)
 
@@ -192,8 +193,8 @@ def test_llamacpp_on_an_ultra_streams_at_its_own_share_and_pays_a_fixed_cost_per
     assert pro.share_kind == "apple" and pro.bandwidth_bytes_per_s == pytest.approx(546e9 * 0.85)
     spec, s = load_spec("qwen2.5-7b-instruct"), Settings(context=512, engine="llama.cpp", weights_dtype="q8_0")
     at_apple_share = replace(roof, bandwidth_bytes_per_s=m3u.bandwidth_bytes_per_s * 0.85, share_kind="apple")
-    assert kernel_ratio(spec, s, "apple", 4, machine_name=m3u.name, machine=roof).central == pytest.approx(
-        kernel_ratio(spec, s, "apple", 4, machine_name=m3u.name, machine=at_apple_share).central)
+    assert kernel_ratio(spec, s, "apple", 4, chip_class="apple-m3/ultra", machine=roof).central == pytest.approx(
+        kernel_ratio(spec, s, "apple", 4, chip_class="apple-m3/ultra", machine=at_apple_share).central)
 
 
 def test_llamacpp_on_amd_streams_at_its_own_share_fitted_on_published_rocm_decodes():
@@ -264,3 +265,23 @@ def test_a_tensor_parallel_group_streams_at_its_own_share_where_the_engine_catal
     # llama.cpp catalogues no tensor-parallel share: on HBM GPUs it keeps its HBM one (and its fixed cost)
     a100 = get_machine("8x-a100-80gb")
     assert share_key("llama.cpp", a100, 8) == "gpu-hbm" and share_key("llama.cpp", get_machine("2x-rtx-4090"), 2) == "gpu"
+
+
+def test_gpu_class_fields_are_known_kinds_and_sourced():
+    m2u = get_machine("m2-ultra-192gb")
+    assert (m2u.gpu_family, m2u.gpu_tier, m2u.dies) == ("apple-m2", "ultra", 2)
+    assert (get_machine("m3-pro-36gb").dies, get_machine("rtx-4090").gpu_family) == (1, None)
+    _refused_and_sourced("m2-ultra-192gb", "gpu_family", ("Apple M2", "", 2))
+    _refused_and_sourced("m2-ultra-192gb", "gpu_tier", ("Ultra", "mega", 1))
+    _refused_and_sourced("m2-ultra-192gb", "dies", (0, 9, "2", True))
+
+
+def test_a_machine_class_comes_from_its_fields_never_its_name():
+    from planner.plan.roof import share_kinds
+
+    ultra = get_machine("m2-ultra-192gb")
+    # an Ultra by its dies, whatever it is called; a one-die chip called 'ultra' is not one
+    assert share_kinds(replace(ultra, name="studio", display_name="my mac"))[0] == "apple-ultra"
+    assert share_kinds(replace(get_machine("m3-max-128gb"), name="m3-ultra-x", display_name="Ultra"))[0] == "apple"
+    # the MLX per-row kernels of M1/M2 follow gpu_family: a detected machine (named 'detected') keeps them
+    assert kernels.gpu_class(replace(ultra, name="detected")) == "apple-m2/ultra"

@@ -69,6 +69,12 @@ class Machine:
     # the device memory technology where it changes what kernels reach (HBM: llama.cpp's mat-vec kernels
     # reach a lower share of peak there, plan/roof.share_kinds); None: not catalogued
     memory_type: str | None = None
+    # the GPU as a class, for what its kernels reach (plan/roof.share_kinds, speed/kernels.py): its generation
+    # ("apple-m2"), its tier within it ("base", "pro", "max", "ultra") and how many dies it joins (an Ultra: 2);
+    # read from catalog fields, never from the machine's name; None / 1: not catalogued
+    gpu_family: str | None = None
+    gpu_tier: str | None = None
+    dies: int = 1
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "peak_flops", MappingProxyType(dict(self.peak_flops)))

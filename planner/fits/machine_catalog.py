@@ -23,8 +23,11 @@ SOURCE_KEYS = ("memory", "bandwidth", "flops")
 REQUIRED_KEYS = ("name", "display_name", "kind", "vendor", "memory_bytes", "devices", "bandwidth_bytes_per_s",
                  "peak_flops", "usable_fraction", "sources")
 # host_bandwidth_bytes_per_s, gpu_cores, memory_type: each with its own sources entry
-OPTIONAL_KEYS = ("device_names", "notes", "interconnect", "host_bandwidth_bytes_per_s", "gpu_cores", "memory_type")
+OPTIONAL_KEYS = ("device_names", "notes", "interconnect", "host_bandwidth_bytes_per_s", "gpu_cores", "memory_type",
+                 "gpu_family", "gpu_tier", "dies")
 MEMORY_TYPES = ("hbm", "gddr", "lpddr", "ddr")
+GPU_TIERS = ("base", "pro", "max", "ultra")
+MAX_DIES = 8
 
 
 def machines_dir() -> Path:
@@ -118,6 +121,7 @@ def validate_entry(entry: Any, origin: str) -> dict[str, Any]:
             raise _bad(origin, f"'memory_type' must be one of {', '.join(MEMORY_TYPES)}", "a string", mem)
         if not isinstance(sources.get("memory_type"), str) or not sources["memory_type"].strip():
             raise _bad(origin, "'memory_type' needs sources.memory_type", "a string", sources)
+    _check_gpu_class(entry, sources, origin)
     names = entry.get("device_names", [])
     if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
         raise _bad(origin, "'device_names' must be a list of strings", "a list", names)
@@ -125,6 +129,22 @@ def validate_entry(entry: Any, origin: str) -> dict[str, Any]:
     if not (isinstance(notes, str) or (isinstance(notes, list) and all(isinstance(n, str) for n in notes))):
         raise _bad(origin, "'notes' must be a string or a list of strings", "text", notes)
     return entry
+
+
+def _check_gpu_class(entry: Mapping[str, Any], sources: Mapping[str, Any], origin: str) -> None:
+    """gpu_family (a lower-case slug such as 'apple-m2'), gpu_tier (GPU_TIERS) and dies (1..MAX_DIES), each sourced."""
+    checks = (("gpu_family", lambda v: isinstance(v, str) and v.strip() == v and 0 < len(v) <= 40
+               and v.replace("-", "").isalnum() and v == v.lower(), "a lower-case slug such as 'apple-m2'"),
+              ("gpu_tier", lambda v: v in GPU_TIERS, f"one of {', '.join(GPU_TIERS)}"),
+              ("dies", lambda v: isinstance(v, int) and not isinstance(v, bool) and 0 < v <= MAX_DIES,
+               f"a whole number of dies in 1..{MAX_DIES}"))
+    for key, ok, expected in checks:
+        if entry.get(key) is None:
+            continue
+        if not ok(entry[key]):
+            raise _bad(origin, f"'{key}' must be {expected}", expected, entry[key])
+        if not isinstance(sources.get(key), str) or not sources[key].strip():
+            raise _bad(origin, f"'{key}' needs sources.{key}", "a string", sources)
 
 
 def machine_from_entry(entry: Mapping[str, Any], origin: str, kind_of_origin: str = "catalog") -> Machine:
@@ -143,7 +163,8 @@ def machine_from_entry(entry: Mapping[str, Any], origin: str, kind_of_origin: st
                    interconnect=(e["interconnect"]["bytes_per_s"], float(e["interconnect"]["latency_s"]))
                    if e.get("interconnect") else None,
                    host_bandwidth_bytes_per_s=e.get("host_bandwidth_bytes_per_s"), gpu_cores=e.get("gpu_cores"),
-                   memory_type=e.get("memory_type"))
+                   memory_type=e.get("memory_type"), gpu_family=e.get("gpu_family"), gpu_tier=e.get("gpu_tier"),
+                   dies=e.get("dies") or 1)
 
 
 def read_entry(path: str | Path) -> dict[str, Any]:

@@ -208,7 +208,8 @@ def _detected(kind: str, vendor: str, devices: Sequence[Device], how: str, host_
     if entry:
         sources.update({k: f"catalog {entry['name']}: {entry['sources'][k]}" for k in ("bandwidth", "flops")})
         notes = (f"matched catalog entry {entry['name']}",)
-        carried = {k: entry[k] for k in ("gpu_cores", "memory_type") if entry.get(k) is not None}
+        carried = {k: entry[k] for k in ("gpu_cores", "memory_type", "gpu_family", "gpu_tier", "dies")
+                   if entry.get(k) is not None}
         sources.update({k: f"catalog {entry['name']}: {entry['sources'][k]}" for k in carried})
     else:
         notes = (f"'{first.name}' is not in the catalog: no bandwidth or FLOP/s figures",)

@@ -38,7 +38,8 @@ def roofline_machine(machine: Machine, layout: fit.Layout, engine: str | None = 
     link, latency = machine.interconnect or (None, 0.0)
     return roofline.Roof(bandwidth_bytes_per_s=machine.bandwidth_bytes_per_s * tp * share, peak_flops=flops,
                          name=machine.name, kind=machine.kind, tp=tp, link_bytes_per_s=link, link_latency_s=latency,
-                         gpu_cores=machine.gpu_cores, share_kind=key)
+                         gpu_cores=machine.gpu_cores, share_kind=key, gpu_family=machine.gpu_family,
+                         gpu_tier=machine.gpu_tier)
 
 
 def compute_share(engine: str | None, kind: str) -> tuple[float, str]:
@@ -54,8 +55,8 @@ def share_kinds(machine: Machine, tp: int = 1) -> tuple[str, ...]:
     synchronises the group twice), "gpu-hbm" for GPUs on HBM (mat-vec kernels tuned on GDDR cards keep
     too few bytes in flight there), "gpu-amd" for AMD GPUs (llama.cpp's HIP build of its CUDA kernels streams
     below them on NVIDIA cards), "apple-ultra" for the two-die Apple Ultra chips (UltraFusion: decode
-    reaches a lower share of the nominal figure), then the machine's kind."""
-    name = f"{machine.name} {machine.display_name}".lower()
+    reaches a lower share of the nominal figure), then the machine's kind. Each class is a catalogued
+    machine field (memory_type, vendor, dies), never a substring of the machine's name."""
     keys = []
     if machine.kind == "gpu" and tp > 1:
         keys.append("gpu-tp")
@@ -63,7 +64,7 @@ def share_kinds(machine: Machine, tp: int = 1) -> tuple[str, ...]:
         keys.append("gpu-hbm")
     if machine.kind == "gpu" and machine.vendor == "amd":
         keys.append("gpu-amd")
-    if machine.kind == "apple" and "ultra" in name:
+    if machine.kind == "apple" and machine.dies > 1:
         keys.append("apple-ultra")
     return (*keys, machine.kind)
 

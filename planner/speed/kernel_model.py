@@ -43,6 +43,7 @@ class Chip:
     name: str
     bytes_per_s: float  # the bandwidth the roofline streams weights at (peak x the engine's share)
     flops: Mapping[str, float | None]  # peak FLOP/s by key; a backend's alu_key names its vector ALU rate
+    gpu_class: str = ""  # the machine's catalogued GPU class, 'apple-m2/ultra' (speed/kernels.gpu_class)
 
     def alu(self, key: str) -> float | None:
         v = self.flops.get(key)
@@ -76,7 +77,7 @@ class Physical:
     past: Mapping[str, str]  # family -> "hold" (the matrix kernel past the range costs the level at the
     #                          switch) or "flat" (a float GEMM the roofline's compute term prices; high end held)
     r1ptg: Mapping[int, int]  # token columns per pass at each n (the dispatch switch)
-    dual_issue: Mapping[str, float]  # machine-name prefix -> instructions issued per cycle (M3 and later: 2)
+    dual_issue: Mapping[str, float]  # GPU generation (gpu_family) -> instructions issued per cycle (M3 and later: 2)
     engine: str  # whose bandwidth share the calibration chips stream at
     kind: str
     calibration: tuple[tuple[str, str, tuple[tuple[int, float], ...], str], ...]  # (machine, family, points, source)
@@ -93,7 +94,8 @@ class Physical:
 
     def issue(self, chip: Chip) -> float:
         """Instructions the chip's schedulers issue per cycle where the nominal FLOP/s counts one (dual issue)."""
-        return next((f for prefix, f in self.dual_issue.items() if chip.name.startswith(prefix)), 1.0)
+        return next((f for fam, f in self.dual_issue.items()
+                     if chip.gpu_class == fam or chip.gpu_class.startswith(fam + "/")), 1.0)
 
     def ratio(self, n: int, fam: str, chip: Chip, w: Weights, fit: Fit, *, single_issue: bool = False) -> float | None:
         """r(n) on this chip for these weights (None: the family or n is outside the model).
@@ -147,7 +149,8 @@ def calibration_chip(name: str, engine: str, kind: str, alu_key: str) -> Chip:
     if not m.bandwidth_bytes_per_s or not alu:
         raise ConfigError(f"Cannot calibrate the kernel model on '{name}': it catalogues no bandwidth or "
                           f"{alu_key} FLOP/s.")
-    return Chip(name, float(m.bandwidth_bytes_per_s) * share, {alu_key: float(alu) * compute})
+    cls = f"{m.gpu_family}/{m.gpu_tier}" if m.gpu_family and m.gpu_tier else (m.gpu_family or "")
+    return Chip(name, float(m.bandwidth_bytes_per_s) * share, {alu_key: float(alu) * compute}, gpu_class=cls)
 
 
 def _least_squares(rows: Sequence[tuple[float, float, float]], source: str) -> Fit:
@@ -192,9 +195,10 @@ def physical(item: Mapping[str, object], path: str) -> Physical:
     return p
 
 
-def same_class(machine_prefix: str, params_b: float | None, chip: Chip, w: Weights) -> bool:
-    """A published curve stands for this chip and model: same chip family, size within SIZE_CLASS."""
-    if not machine_prefix or not params_b or not chip.name.startswith(machine_prefix):
+def same_class(curve_class: str, params_b: float | None, chip: Chip, w: Weights) -> bool:
+    """A published curve stands for this chip and model: the same GPU class (catalogued fields, not the
+    name), size within SIZE_CLASS."""
+    if not curve_class or not params_b or chip.gpu_class != curve_class:
         return False
     ratio = w.params / (params_b * 1e9)
     return 1 / SIZE_CLASS <= ratio <= SIZE_CLASS

@@ -64,7 +64,7 @@ class Curve:
     model: str
     # what a stand-in family does past the last point (its own kernel may differ there): family -> beyond
     analog_beyond: Mapping[str, str] = field(default_factory=dict)
-    machine_prefix: str = ""  # the catalogue machines of the chip it was measured on ("" : not identified)
+    gpu_class: str = ""  # the chip it was measured on, as gpu_class() spells a machine's ("" : not identified)
     params_b: float | None = None  # the measured model's size, billions of parameters
 
     def covers(self, n: int, fam: str | None = None) -> bool:
@@ -170,7 +170,7 @@ def physical_ratio(backend: str, fam: str, n: int, chip: Chip, w: Weights) -> Ra
         # the weights stream once; the tiles' FLOPs are the roofline's compute term (roofline.forward_cost)
         return Ratio(1.0, 1.0, 1.0, "matrix", (f"{mk.source} (n = {n}: past the vector kernels)",))
     same = [c for c in curves_for(backend, fam) if fam in c.families and c.scope == "model" and c.measured_at(n)
-            and kernel_model.same_class(c.machine_prefix, c.params_b, chip, w)]
+            and kernel_model.same_class(c.gpu_class, c.params_b, chip, w)]
     if same:
         values = [c.ratio(n) for c in same]
         return Ratio(statistics.median(values), min(values), max(values), "measured",
@@ -223,15 +223,28 @@ def curves_for(backend: str, fam: str) -> tuple[Curve, ...]:
     return tuple(c for c in cat.curves if c.backend == key and (fam in c.families or fam in c.analog))
 
 
-def backend_for_machine(backend: str | None, machine_name: str) -> str | None:
+def gpu_class(machine: object) -> str:
+    """A machine's GPU class from its catalogued fields: 'apple-m2/ultra' (gpu_family / gpu_tier), 'apple-m2'
+    with no tier, '' when neither is catalogued. Never read off the machine's name."""
+    fam, tier = getattr(machine, "gpu_family", None), getattr(machine, "gpu_tier", None)
+    return f"{fam}/{tier}" if fam and tier else (fam or "")
+
+
+def in_class(chip_class: str, key: str) -> bool:
+    """Whether a chip of class 'apple-m1/ultra' is in `key`: the class itself or its generation ('apple-m1')."""
+    return bool(key) and (chip_class == key or chip_class.startswith(key + "/"))
+
+
+def backend_for_machine(backend: str | None, chip_class: str) -> str | None:
     """A chip generation's own kernels: e.g. MLX on M1/M2 lacks the g15+ small-batch qmv path.
 
-    The longest matching machine prefix wins, so a chip class ("m1-ultra") can differ from its generation ("m1-").
+    The most specific matching class wins, so a chip class ("apple-m1/ultra") can differ from its generation
+    ("apple-m1"); `chip_class` is gpu_class(machine).
     """
     if backend is None:
         return None
     table = _catalog(str(catalog_dir())).by_machine.get(backend, {})
-    hits = [prefix for prefix in table if machine_name.startswith(prefix)]
+    hits = [key for key in table if in_class(chip_class, key)]
     return table[max(hits, key=len)] if hits else backend
 
 
@@ -263,9 +276,9 @@ def _catalog(directory: str) -> _Catalog:
     fam_alias = data.get("family_alias") or {}
     if not isinstance(aliases, dict) or not isinstance(fam_alias, dict):
         raise ConfigError(f"Cannot read '{path}': backend_alias and family_alias must be objects.", path)
-    by_machine = data.get("backend_by_machine_prefix") or {}
+    by_machine = data.get("backend_by_gpu_class") or {}
     if not isinstance(by_machine, dict):
-        raise ConfigError(f"Cannot read '{path}': backend_by_machine_prefix must be an object.", path)
+        raise ConfigError(f"Cannot read '{path}': backend_by_gpu_class must be an object.", path)
     phys = [kernel_model.physical(x, str(path)) for x in data.get("physical") or ()]
     return _Catalog(tuple(_curve(x, path, i) for i, x in enumerate(items)), dict(aliases), dict(fam_alias),
                     {str(k): dict(v) for k, v in by_machine.items()}, {p.backend: p for p in phys})
@@ -282,7 +295,7 @@ def _curve(item: Any, path: Path, i: int) -> Curve:
                       analog_beyond=_analog_beyond(item.get("analog_beyond"), tuple(item.get("analog", ()))),
                       points=tuple(pts), beyond=str(item.get("beyond", "hold")), source=str(item["source"]),
                       hardware=str(item.get("hardware", "")), model=str(item.get("model", "")),
-                      machine_prefix=str(item.get("machine_prefix", "")),
+                      gpu_class=str(item.get("gpu_class", "")),
                       params_b=float(item["params_b"]) if item.get("params_b") else None)
     except (KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"Cannot read '{path}': {where}: {e!r} (expected backend, families, scope, points, "

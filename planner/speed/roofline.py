@@ -64,6 +64,8 @@ class Roof:
     link_latency_s: float = 0.0  # one small all-reduce
     gpu_cores: int | None = None  # Apple GPU cores (the tiled matmul's occupancy); None: not catalogued
     share_kind: str | None = None  # the machine's bandwidth-share key (plan/roof.share_key, e.g. gpu-hbm)
+    gpu_family: str | None = None  # the catalogued GPU generation and tier (Machine.gpu_family / gpu_tier):
+    gpu_tier: str | None = None  # which chip class's kernels run (speed/kernels.gpu_class)
 
 
 @dataclass(frozen=True)
@@ -270,7 +272,7 @@ def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int,
     lg = logit_bytes(spec, n * batch)
     flops = batch * forward_flops(spec, context, n)
     r = kernel_ratio(spec, s, getattr(machine, "kind", "gpu"), n * batch, measured_only=batch > 1,
-                     machine_name=str(getattr(machine, "name", "")), machine=machine)
+                     chip_class=kernels.gpu_class(machine), machine=machine)
     comp_s = comp_lo = comp_hi = flops / peak
     tiled = matrix_seconds(spec, s, machine, n * batch, peak)
     if tiled is not None:  # past the vector kernels: weights stream once, the tiles' FLOPs bind
@@ -321,7 +323,7 @@ def matrix_seconds(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int
     cores = getattr(machine, "gpu_cores", None)
     if not cores or peak <= 0:
         return None
-    mk = kernels.matrix_kernel(*kernel_key(spec, s, getattr(machine, "kind", "gpu"), str(getattr(machine, "name", ""))),
+    mk = kernels.matrix_kernel(*kernel_key(spec, s, getattr(machine, "kind", "gpu"), kernels.gpu_class(machine)),
                                rows)
     if mk is None:
         return None
@@ -343,13 +345,14 @@ def beyond_curve_s(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int
     small-batch plateau are neither flat nor perfectly overlapped); the low end of the interval keeps the
     overlapped roofline, so the gap between the two is stated, not hidden.
     """
-    span = kernels.measured_span(*kernel_key(spec, s, getattr(machine, "kind", "gpu"), str(getattr(machine, "name", ""))))
+    span = kernels.measured_span(*kernel_key(spec, s, getattr(machine, "kind", "gpu"), kernels.gpu_class(machine)))
     return comp_s * (rows - span) / rows if rows > span else 0.0
 
 
-def kernel_key(spec: ModelSpec, s: Settings, kind: str, machine_name: str) -> tuple[str | None, str | None]:
-    """(backend, kernel family): which published curves apply to these weights on this engine and machine."""
-    backend = kernels.backend_for_machine(engines.get(s.engine).verify_backend.get(kind), machine_name)
+def kernel_key(spec: ModelSpec, s: Settings, kind: str, chip_class: str) -> tuple[str | None, str | None]:
+    """(backend, kernel family): which published curves apply to these weights on this engine and machine
+    (`chip_class`: kernels.gpu_class(machine), the catalogued GPU class)."""
+    backend = kernels.backend_for_machine(engines.get(s.engine).verify_backend.get(kind), chip_class)
     scheme = quant.parse_scheme(s.weights_dtype, group_size=s.group_size).kind if s.weights_dtype else None
     return backend, kernels.family(memory.weights(spec, s)[1], scheme)
 
@@ -362,12 +365,12 @@ def format_factor(spec: ModelSpec, s: Settings, machine: MachineLike) -> tuple[f
     table = engines.get(s.engine).format_share.get(key) or {}
     if not table:
         return 1.0, ""
-    fam = kernel_key(spec, s, kind, str(getattr(machine, "name", "")))[1]
+    fam = kernel_key(spec, s, kind, kernels.gpu_class(machine))[1]
     return table.get(fam or "", (1.0, ""))
 
 
 def kernel_ratio(spec: ModelSpec, s: Settings, kind: str, n: int, *, measured_only: bool = False,
-                 machine_name: str = "", machine: MachineLike | None = None) -> kernels.Ratio:
+                 chip_class: str = "", machine: MachineLike | None = None) -> kernels.Ratio:
     """t_v(n)/t_v(1) of the engine's small-batch kernels on this machine kind for these weights.
 
     With the machine, a backend's physical model (speed/kernel_model.py) scales the published curves to
@@ -376,7 +379,7 @@ def kernel_ratio(spec: ModelSpec, s: Settings, kind: str, n: int, *, measured_on
     (kernel_model.calibration_chip): a class's own derate (an Ultra's lower streaming share) slows the weight
     stream the roofline prices, not the balance of per-token ALU work to stream the curves were fitted on.
     """
-    backend, fam = kernel_key(spec, s, kind, machine_name)
+    backend, fam = kernel_key(spec, s, kind, chip_class)
     total = memory.weights(spec, s)[0]
     chip = weights = None
     if machine is not None and spec.params_total > 0:
@@ -385,7 +388,7 @@ def kernel_ratio(spec: ModelSpec, s: Settings, kind: str, n: int, *, measured_on
         table = engines.get(s.engine).bandwidth_efficiency if s.engine else {}
         if key in table and kind in table and key != kind:
             bw *= table[kind][0] / table[key][0]
-        chip = kernels.Chip(machine_name, bw, dict(machine.peak_flops or {}))
+        chip = kernels.Chip(str(getattr(machine, "name", "")), bw, dict(machine.peak_flops or {}), gpu_class=chip_class)
         weights = kernels.Weights(total / spec.params_total, spec.params_total)
     return kernels.ratio(backend, fam, n, measured_only=measured_only, chip=chip, weights=weights)
 
