@@ -15,10 +15,8 @@ from collections.abc import Sequence
 from .. import engines
 from ..core.errors import UsageError
 from ..core.spec import ModelSpec
-from ..engines.base import METHOD_KINDS
-from ..sources import load_spec
-from . import heads
-from .base import Compatibility, DraftingMethod
+from . import draft_model, eagle3, early_exit, mtp, ngram
+from .base import Compatibility, DraftingMethod, MethodEntry
 from .draft_model import KIND as DRAFT_MODEL
 from .draft_model import DraftModel
 from .eagle3 import KIND as EAGLE3
@@ -30,8 +28,10 @@ from .mtp import MtpLayers
 from .ngram import KIND as NGRAM
 from .ngram import NgramLookup
 
-METHODS: dict[str, type] = {DRAFT_MODEL: DraftModel, EAGLE3: Eagle3, MTP: MtpLayers, NGRAM: NgramLookup,
-                            EARLY_EXIT: EarlyExit}
+# The registry: kind -> its entry (how the CLI builds one, how self_drafting offers it). Adding a method is its
+# file (a class implementing DraftingMethod and an ENTRY) and one line here; the order is the order offered.
+METHODS: dict[str, MethodEntry] = {e.kind: e for e in (draft_model.ENTRY, eagle3.ENTRY, mtp.ENTRY, ngram.ENTRY,
+                                                       early_exit.ENTRY)}
 
 
 def self_drafting(target: ModelSpec, engine: str, *, workload: str | None = None,
@@ -41,24 +41,15 @@ def self_drafting(target: ModelSpec, engine: str, *, workload: str | None = None
     Returns:
         (methods the engine runs, one line per method it does not run or that does not apply).
     """
-    wanted = set(kinds) if kinds is not None else set(METHOD_KINDS) - {DRAFT_MODEL}
     e = engines.get(engine)
     found: list[DraftingMethod] = []
     left: list[str] = []
-    if EAGLE3 in wanted:
-        catalogued = heads.for_target(target)
-        found += [Eagle3(h, workload) for h in catalogued]
-        if not catalogued:
-            left.append(f"{EAGLE3}: no catalogued EAGLE-3 head for {target.id} (catalogs/heads)")
-    if MTP in wanted:
-        if target.mtp is not None:
-            found.append(MtpLayers(target, workload))
-        else:
-            left.append(f"{MTP}: {target.id} ships no MTP layers")
-    if NGRAM in wanted:
-        found.append(NgramLookup(workload))
-    if EARLY_EXIT in wanted:
-        found.append(EarlyExit(target))
+    for kind, entry in METHODS.items():
+        if entry.self_draft is None or (kinds is not None and kind not in kinds):
+            continue
+        offered, why = entry.self_draft(target, workload)
+        found += offered
+        left += why
     runs = [m for m in found if m.kind in e.methods]
     left += [f"{m.kind}: {e.method_refusals.get(m.kind, f'{e.name} does not run it')}" for m in found
              if m.kind not in e.methods]
@@ -66,39 +57,34 @@ def self_drafting(target: ModelSpec, engine: str, *, workload: str | None = None
 
 
 def make_method(kind: str, target: ModelSpec, draft: str | None, *, workload: str | None = None) -> DraftingMethod:
-    """One method of `kind` for `target`, for the faces that judge one plan (memory, fit, check).
-
-    draft_model takes --draft; eagle3 takes --draft (a catalogued head's repo or a head directory: config.json
-    + safetensors), else the target's catalogued head;
-    mtp, ngram and early_exit take nothing.
+    """One method of `kind` for `target`, for the faces that judge one plan (memory, fit, check): the
+    method's own `build` (draft_model takes --draft; eagle3 --draft or the catalogued head; the rest nothing).
 
     Raises:
-        UsageError: eagle3 with no head given or catalogued; draft_model without --draft.
+        UsageError: an unknown kind, or one its build refuses (eagle3 with no head, draft_model without --draft).
         PlannerError: a draft or head that cannot be read.
     """
-    if kind == DRAFT_MODEL:
-        if not draft:
-            raise UsageError("Cannot use --method draft_model without --draft: name the draft checkpoint.")
-        return DraftModel(load_spec(draft), draft)
-    if kind == EAGLE3:
-        known = {e.id: e for e in heads.entries()}
-        if draft in known:
-            return Eagle3(known[draft].head(), workload)
-        if draft:
-            return Eagle3(heads.from_dir(draft, targets=(target.id,)), workload)
-        found = heads.for_target(target)
-        if not found:
-            raise UsageError(f"Cannot use --method eagle3 for '{target.id}': no EAGLE-3 head is catalogued for it "
-                             f"(catalogs/heads). Pass --draft HEAD_DIR (config.json + safetensors).")
-        return Eagle3(found[0], workload)
-    if kind == MTP:
-        return MtpLayers(target, workload)
-    if kind == NGRAM:
-        return NgramLookup(workload)
-    if kind == EARLY_EXIT:
-        return EarlyExit(target)
-    raise UsageError(f"Cannot use --method '{kind}': expected one of {', '.join(METHODS)}.")
+    entry = METHODS.get(kind)
+    if entry is None:
+        raise UsageError(f"Cannot use --method '{kind}': expected one of {', '.join(METHODS)}.")
+    return entry.build(target, draft, workload)
 
 
-__all__ = ["DRAFT_MODEL", "EAGLE3", "EARLY_EXIT", "METHODS", "MTP", "NGRAM", "Compatibility", "DraftModel",
-           "DraftingMethod", "Eagle3", "EarlyExit", "MtpLayers", "NgramLookup", "make_method", "self_drafting"]
+__all__ = [
+    "DRAFT_MODEL",
+    "EAGLE3",
+    "EARLY_EXIT",
+    "METHODS",
+    "MTP",
+    "NGRAM",
+    "Compatibility",
+    "DraftModel",
+    "DraftingMethod",
+    "Eagle3",
+    "EarlyExit",
+    "MethodEntry",
+    "MtpLayers",
+    "NgramLookup",
+    "make_method",
+    "self_drafting",
+]

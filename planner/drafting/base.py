@@ -13,6 +13,7 @@ ModelSpec; None for n-gram lookup), so memory and fit need no knowledge of metho
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
@@ -84,3 +85,24 @@ class DraftingMethod(Protocol):
     def launch_fields(self) -> dict[str, Any]:
         """The engines.LaunchInput fields this method sets (the draft reference, ...)."""
         ...
+
+
+# build(target, the --draft reference or None, workload) -> the method, for the faces that judge one plan
+Build = Callable[[ModelSpec, "str | None", "str | None"], DraftingMethod]
+# self_draft(target, workload) -> (the methods of this kind that draft for `target` with no checkpoint from the
+# user, one line per reason none does)
+SelfDraft = Callable[[ModelSpec, "str | None"], "tuple[list[DraftingMethod], list[str]]"]
+
+
+@dataclass(frozen=True)
+class MethodEntry:
+    """A drafting method as the registry (drafting/__init__.py METHODS) holds it: its kind, how the CLI builds
+    one, and how `self_drafting` offers it (None: it needs a checkpoint from the user, as a draft model does).
+
+    Why: adding a method is its file (the class and its ENTRY) plus one line in METHODS; nothing else
+    branches on the kind.
+    """
+
+    kind: str
+    build: Build
+    self_draft: SelfDraft | None = None

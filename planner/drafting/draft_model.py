@@ -16,13 +16,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import engines
+from ..core.errors import UsageError
 from ..core.spec import ModelSpec
 from ..fits.memory import Settings
 from ..pairing import pair as pairing
+from ..sources import load_spec
 from ..speed import acceptance as acc
 from ..speed import acceptance_prior, roofline
 from ..speed.roofline import MachineLike
-from .base import Compatibility
+from .base import Compatibility, MethodEntry
 
 KIND = "draft_model"
 
@@ -88,3 +90,17 @@ def conditioned(methods: Sequence[Any], *, temperature: float | None = None,
     return [replace(m, temperature=m.temperature if m.temperature is not None else temperature,
                     workload=m.workload or workload, acceptance_rule=m.acceptance_rule or rule)
             if isinstance(m, DraftModel) else m for m in methods]
+
+
+def _build(target: ModelSpec, draft: str | None, workload: str | None) -> DraftModel:
+    """--method draft_model takes --draft: the draft checkpoint.
+
+    Raises:
+        UsageError: no --draft.
+    """
+    if not draft:
+        raise UsageError("Cannot use --method draft_model without --draft: name the draft checkpoint.")
+    return DraftModel(load_spec(draft), draft)
+
+
+ENTRY = MethodEntry(KIND, _build)  # a separate checkpoint: never offered by self_drafting

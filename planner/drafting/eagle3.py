@@ -17,14 +17,15 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import engines
+from ..core.errors import UsageError
 from ..core.spec import ModelSpec
 from ..engines.base import EAGLE3, Verdict, method_verdict
 from ..fits.memory import Settings
 from ..speed import acceptance as acc
 from ..speed import roofline
 from ..speed.roofline import MachineLike
-from . import priors
-from .base import Compatibility
+from . import heads, priors
+from .base import Compatibility, MethodEntry
 from .heads import Head
 
 KIND = EAGLE3
@@ -81,3 +82,32 @@ class Eagle3:
 
     def launch_fields(self) -> dict[str, Any]:
         return {"draft": self.head.id, "method": KIND, "draft_weights_quant": None}
+
+
+def _build(target: ModelSpec, draft: str | None, workload: str | None) -> Eagle3:
+    """--method eagle3 takes --draft (a catalogued head's repo or a head directory: config.json + safetensors),
+    else the target's catalogued head.
+
+    Raises:
+        UsageError: no head given or catalogued.
+    """
+    known = {e.id: e for e in heads.entries()}
+    if draft in known:
+        return Eagle3(known[draft].head(), workload)
+    if draft:
+        return Eagle3(heads.from_dir(draft, targets=(target.id,)), workload)
+    found = heads.for_target(target)
+    if not found:
+        raise UsageError(f"Cannot use --method eagle3 for '{target.id}': no EAGLE-3 head is catalogued for it "
+                         f"(catalogs/heads). Pass --draft HEAD_DIR (config.json + safetensors).")
+    return Eagle3(found[0], workload)
+
+
+def _self_draft(target: ModelSpec, workload: str | None) -> tuple[list[Eagle3], list[str]]:
+    """Every catalogued head of the target."""
+    catalogued = heads.for_target(target)
+    why = [] if catalogued else [f"{KIND}: no catalogued EAGLE-3 head for {target.id} (catalogs/heads)"]
+    return [Eagle3(h, workload) for h in catalogued], why
+
+
+ENTRY = MethodEntry(KIND, _build, _self_draft)

@@ -23,7 +23,7 @@ from ..speed import acceptance as acc
 from ..speed import roofline
 from ..speed.roofline import MachineLike
 from . import priors
-from .base import Compatibility, engine_support
+from .base import Compatibility, MethodEntry, engine_support
 
 KIND = EARLY_EXIT
 EXIT_SHARE = 4  # L = n_layers // 4 (transformers' LayerSkip example: layer 4 of 16)
@@ -87,3 +87,7 @@ class EarlyExit:
 
     def launch_fields(self) -> dict[str, Any]:
         return {"draft": None, "method": KIND, "exit_layer": self.exit_at, "draft_weights_quant": None}
+
+
+ENTRY = MethodEntry(KIND, lambda target, draft, workload: EarlyExit(target),
+                    lambda target, workload: ([EarlyExit(target)], []))

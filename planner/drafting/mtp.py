@@ -26,7 +26,7 @@ from ..speed import acceptance as acc
 from ..speed import roofline
 from ..speed.roofline import MachineLike
 from . import priors
-from .base import Compatibility
+from .base import Compatibility, MethodEntry
 
 KIND = MTP
 
@@ -113,3 +113,13 @@ class MtpLayers:
 
     def launch_fields(self) -> dict[str, Any]:
         return {"draft": None, "method": KIND, "draft_weights_quant": None}
+
+
+def _self_draft(target: ModelSpec, workload: str | None) -> tuple[list[MtpLayers], list[str]]:
+    """The target's own MTP layers, where it ships them."""
+    if target.mtp is None:
+        return [], [f"{KIND}: {target.id} ships no MTP layers"]
+    return [MtpLayers(target, workload)], []
+
+
+ENTRY = MethodEntry(KIND, lambda target, draft, workload: MtpLayers(target, workload), _self_draft)

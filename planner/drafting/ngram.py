@@ -22,7 +22,7 @@ from ..fits.memory import Settings
 from ..speed import acceptance as acc
 from ..speed.roofline import MachineLike
 from . import priors
-from .base import Compatibility, engine_support
+from .base import Compatibility, MethodEntry, engine_support
 
 KIND = NGRAM
 # Assumed CPU cost per drafted token: a suffix match over a few thousand history tokens (vLLM's
@@ -64,3 +64,7 @@ class NgramLookup:
 
     def launch_fields(self) -> dict[str, Any]:
         return {"draft": None, "method": KIND, "ngram_max": NGRAM_MAX, "draft_weights_quant": None}
+
+
+ENTRY = MethodEntry(KIND, lambda target, draft, workload: NgramLookup(workload),
+                    lambda target, workload: ([NgramLookup(workload)], []))

@@ -317,6 +317,11 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
     roofline_costs_used = costs_for is None
     if roofline_costs_used and target.moe is not None and engines.get(engine).moe_baseline_caveat:
         notes.append(engines.get(engine).moe_baseline_caveat)
+    if roofline_costs_used and machine.kind not in engines.get(engine).verify_backend:
+        # no published small-batch kernel curve: say so rather than price verification as silently flat
+        notes.append(f"{engine} has no verify-kernel curve for {machine.kind} machines (Engine.verify_backend): "
+                     f"verifying K+1 tokens is priced by the roofline alone, near flat at small K, so the "
+                     f"speed-up is low confidence")
     if costs_for is None:
         roof = roofline_machine(machine, layout, engine)
         curves: dict[tuple, tuple[roofline.ForwardCost, ...]] = {}  # the target's depend on the KV type only
