@@ -9,6 +9,11 @@ from typing import Annotated
 
 import typer
 
+from .. import engines
+
+# the engine choices come from the registry (engines/__init__.py): a registered engine is listed with no edit here
+_ENGINES = " | ".join(engines.names())
+
 # --- models --------------------------------------------------------------------------------------
 ModelArg = Annotated[str, typer.Argument(help="Model: local dir, config.json, .gguf, HF id or catalog name.")]
 DraftOpt = Annotated[str | None, typer.Option("--draft", "-d", help="Draft model (same forms as the target).")]
@@ -32,7 +37,7 @@ DraftContextOpt = Annotated[str | None, typer.Option(
     "--draft-context", "-cd", help="The draft's own context per sequence (llama.cpp -cd; default: --context).")]
 EngineAutoOpt = Annotated[str, typer.Option(
     "--engine", "-e", help="auto (llama.cpp for a .gguf; else by machine: GPU vllm, Apple and CPU llama.cpp; "
-                           "no machine: transformers) | transformers | vllm | sglang | llama.cpp | mlx.")]
+                           f"no machine: transformers) | {_ENGINES}.")]
 KvDtypeOpt = Annotated[str | None, typer.Option("--kv-dtype",
                                                 help="KV cache type: auto, f16, bf16, fp8, q8_0, q4_0, ...")]
 WeightsDtypeOpt = Annotated[str | None, typer.Option(
@@ -54,7 +59,7 @@ PpOpt = Annotated[int | None, typer.Option("--pp", help="Pipeline-parallel size 
 
 # --- speculation (recommend, report, probe) ------------------------------------------------------
 RecEngineOpt = Annotated[str, typer.Option(
-    "--engine", "-e", help="vllm | sglang | llama.cpp | transformers | mlx | auto (a .gguf target: llama.cpp; "
+    "--engine", "-e", help=f"{_ENGINES} | auto (a .gguf target: llama.cpp; "
                            "else GPU: vllm; Apple, CPU: llama.cpp).")]
 ProfileOpt = Annotated[str | None, typer.Option("--profile", help="Measured costs from 'planner probe --out'.")]
 AcceptanceOpt = Annotated[str | None, typer.Option(
