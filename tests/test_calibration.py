@@ -243,3 +243,19 @@ def test_the_same_family_prior_follows_from_the_bundled_same_family_measurements
     assert centre == pytest.approx(round(statistics.quantiles(same, n=4)[0] / 0.05) * 0.05)
     assert low == pytest.approx(math.floor(same[0] / 0.1) * 0.1)
     assert high == pytest.approx(math.ceil(same[-1] / 0.05) * 0.05)
+
+
+# --- closed sets as types ---------------------------------------------------------------------------
+
+def test_share_keys_are_one_closed_set_for_machines_engines_and_the_calibration():
+    from planner.engines.base import SHARE_KEYS
+    from planner.fits.machine_catalog import catalog_entries
+    from planner.plan.roof import share_kinds
+
+    assert {e.machine_class for e in ENTRIES.values()} - {calibration.ANY} <= set(SHARE_KEYS)
+    for name in catalog_entries():
+        assert set(share_kinds(get_machine(name), tp=2)) <= set(SHARE_KEYS), name
+    with pytest.raises(ValueError, match="share keys"):
+        replace(engines.get("vllm"), bandwidth_efficiency={"gpu-hmb": (0.5, "typo")})
+    with pytest.raises(ValueError, match="sampled_acceptance"):
+        replace(engines.get("mlx"), sampled_acceptance="matching")

@@ -14,6 +14,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
+from typing import Literal, get_args
 
 from ..core.calibration import sourced
 from ..core.errors import one_line
@@ -30,8 +31,25 @@ ADD_BOS_DEFAULT = {"SPM": True, "WPM": True, "BPE": False, "UGM": False}
 
 # Drafting methods by kind (planner/drafting/<kind>.py): how an engine is told to draft. Engines say which
 # they run (Engine.methods) and render each in their launch command.
-DRAFT_MODEL, EAGLE3, MTP, NGRAM, EARLY_EXIT = "draft_model", "eagle3", "mtp", "ngram", "early_exit"
-METHOD_KINDS = (DRAFT_MODEL, EAGLE3, MTP, NGRAM, EARLY_EXIT)
+# The closed sets are types (as vLLM's config/speculative.py SpeculativeMethod): mypy checks them in planner/,
+# and Engine.__post_init__ refuses a value outside them at run time. Drafting methods are an open registry
+# (drafting.METHODS: a test adds a toy one), so MethodKind names the built-in kinds only.
+MethodKind = Literal["draft_model", "eagle3", "mtp", "ngram", "early_exit"]
+DRAFT_MODEL: MethodKind = "draft_model"
+EAGLE3: MethodKind = "eagle3"
+MTP: MethodKind = "mtp"
+NGRAM: MethodKind = "ngram"
+EARLY_EXIT: MethodKind = "early_exit"
+METHOD_KINDS: tuple[MethodKind, ...] = get_args(MethodKind)
+# how an engine keeps a sampled draft token (speed/acceptance_prior.py)
+SampledRule = Literal["rejection", "target", "match"]
+SAMPLED_RULES: tuple[SampledRule, ...] = get_args(SampledRule)
+# the machine classes an achieved share, format factor or per-forward cost is catalogued under
+# (plan/roof.share_kinds, catalogs/calibration/)
+ShareKey = Literal["gpu", "gpu-tp", "gpu-hbm", "gpu-amd", "apple", "apple-ultra", "cpu"]
+SHARE_KEYS: tuple[ShareKey, ...] = get_args(ShareKey)
+# the built-in engines' canonical names (engines/__init__.py _BUILTIN); the registry stays open to others
+EngineName = Literal["llama.cpp", "vllm", "sglang", "transformers", "mlx"]
 
 
 def pad(n: int, to: int) -> int:
@@ -270,22 +288,22 @@ class Engine:
     # Speed: which kernels run on each machine kind (a key of catalogs/kernels/verify_curves.json), and
     # the share of peak memory bandwidth a batch-1 decode reaches there, with its source.
     verify_backend: Mapping[str, str] = field(default_factory=dict)
-    bandwidth_efficiency: Mapping[str, tuple[float, str]] = field(default_factory=dict)
+    bandwidth_efficiency: Mapping[ShareKey, tuple[float, str]] = field(default_factory=dict)
     # a weight format whose decode kernel streams below the class's share: share key -> kernel family ->
     # (factor on the share, source); e.g. llama.cpp's k-quant mat-vec kernels on GDDR GPUs
-    format_share: Mapping[str, Mapping[str, tuple[float, str]]] = field(default_factory=dict)
+    format_share: Mapping[ShareKey, Mapping[str, tuple[float, str]]] = field(default_factory=dict)
     # Speed under load: the share of peak tensor FLOP/s the engine's GEMMs reach on each machine kind
     # (what binds a large batch), and what the speculation machinery costs per round: (fixed, per
     # sequence) seconds of proposer input preparation, rejection sampling and bookkeeping that plain
     # decoding does not pay, each with its source.
-    compute_efficiency: Mapping[str, tuple[float, str]] = field(default_factory=dict)
+    compute_efficiency: Mapping[ShareKey, tuple[float, str]] = field(default_factory=dict)
     spec_round_overhead_s: tuple[float, float] = (0.0, 0.0)
     spec_round_overhead_source: str = "not modelled"
     # one draft step's fixed cost (per step, per draft layer) inside the proposer loop; None: a forward's
     draft_forward_overhead_s: tuple[float, float] | None = None
     draft_forward_overhead_source: str = ""
     # a machine class's own per-forward cost (plan/roof.share_key -> ((fixed, per layer) s, source))
-    forward_overhead_by_kind: Mapping[str, tuple[tuple[float, float], str]] = field(default_factory=dict)
+    forward_overhead_by_kind: Mapping[ShareKey, tuple[tuple[float, float], str]] = field(default_factory=dict)
     # what published batch-1 decodes of MoE targets reach against this engine's roofline (a stated gap: the
     # roofline prices the touched experts' bytes, not the many small expert reads); "" = none published
     moe_baseline_caveat: str = ""
@@ -296,10 +314,18 @@ class Engine:
     # how a drafted token is kept when sampling (speed/acceptance_prior.py): "rejection" (min(1, p/q), lossless
     # speculative sampling), "target" (the draft proposes its top token; kept when the target's sample equals
     # it) or "match" (draft and target each sample; kept when the two tokens are equal)
-    sampled_acceptance: str = "rejection"
+    sampled_acceptance: SampledRule = "rejection"
     sampled_acceptance_source: str = ""
     methods: Mapping[str, str] = field(default_factory=lambda: {DRAFT_MODEL: "a separate draft model"})
     method_refusals: Mapping[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        """Refuse a value outside the closed sets (a typo in an engine file fails at import, not in a plan)."""
+        keys = {*self.bandwidth_efficiency, *self.format_share, *self.compute_efficiency, *self.forward_overhead_by_kind}
+        if self.sampled_acceptance not in SAMPLED_RULES or not keys <= set(SHARE_KEYS):
+            raise ValueError(f"engine {self.name}: sampled_acceptance must be one of {', '.join(SAMPLED_RULES)} and "
+                             f"share keys among {', '.join(SHARE_KEYS)} (got {self.sampled_acceptance!r}, "
+                             f"{sorted(keys - set(SHARE_KEYS))})")
 
 
 def method_verdict(engine: Engine, kind: str) -> Verdict:

@@ -7,9 +7,12 @@ each share is an engine fact with its source (engines/*.py), applied here once.
 
 from __future__ import annotations
 
+from typing import cast
+
 from .. import engines
 from ..core.constants import CPU_MATMUL_EFFICIENCY
 from ..core.errors import MachineError
+from ..engines.base import ShareKey
 from ..fits import fit
 from ..fits.machine import Machine
 from ..speed import roofline
@@ -49,7 +52,7 @@ def compute_share(engine: str | None, kind: str) -> tuple[float, str]:
     return engines.get(engine).compute_efficiency.get(kind, (1.0, "peak FLOP/s (no measured share)"))
 
 
-def share_kinds(machine: Machine, tp: int = 1) -> tuple[str, ...]:
+def share_kinds(machine: Machine, tp: int = 1) -> tuple[ShareKey, ...]:
     """The keys a machine's achieved bandwidth share may be catalogued under, most specific first:
     "gpu-tp" for GPUs in a tensor-parallel group (each rank's shard is small and every layer
     synchronises the group twice), "gpu-hbm" for GPUs on HBM (mat-vec kernels tuned on GDDR cards keep
@@ -57,7 +60,7 @@ def share_kinds(machine: Machine, tp: int = 1) -> tuple[str, ...]:
     below them on NVIDIA cards), "apple-ultra" for the two-die Apple Ultra chips (UltraFusion: decode
     reaches a lower share of the nominal figure), then the machine's kind. Each class is a catalogued
     machine field (memory_type, vendor, dies), never a substring of the machine's name."""
-    keys = []
+    keys: list[ShareKey] = []
     if machine.kind == "gpu" and tp > 1:
         keys.append("gpu-tp")
     if machine.kind == "gpu" and machine.memory_type == "hbm":
@@ -66,7 +69,7 @@ def share_kinds(machine: Machine, tp: int = 1) -> tuple[str, ...]:
         keys.append("gpu-amd")
     if machine.kind == "apple" and machine.dies > 1:
         keys.append("apple-ultra")
-    return (*keys, machine.kind)
+    return (*keys, cast("ShareKey", machine.kind))
 
 
 def share_key(engine: str | None, machine: Machine, tp: int = 1) -> str:

@@ -33,6 +33,7 @@ from ..core.constants import PRIOR_CROSS_FAMILY, PRIOR_CROSS_FAMILY_SOURCE, cata
 from ..core.errors import ConfigError
 from ..core.jsonio import read_json
 from ..core.spec import ModelSpec
+from ..engines.base import SampledRule
 from . import acceptance as acc
 from .model import Acceptance
 
@@ -49,7 +50,7 @@ class Conditions:
     draft_quant: str | None = None  # planner dtype name: fp16, q8_0, q4_k, int4 ...
     workload: str | None = None  # chat | code | reasoning (None: chat, the catalogued prompts)
     temperature: float | None = None  # None: greedy or engine default, as the catalogued entries
-    rule: str | None = None  # Engine.sampled_acceptance: "match" | "target" | "rejection" (None: rejection)
+    rule: SampledRule | None = None  # Engine.sampled_acceptance (None: rejection)
 
 
 @dataclass(frozen=True)
@@ -109,7 +110,7 @@ def prior(target_family: str | None, draft_family: str | None, c: Conditions, *,
 
 def conditions_for(target: ModelSpec, draft: ModelSpec, *, draft_quant: str | None = None,
                    workload: str | None = None, temperature: float | None = None,
-                   rule: str | None = None) -> Conditions:
+                   rule: SampledRule | None = None) -> Conditions:
     """The conditions of a planned pair, from the specs as loaded (size from the header, instruct/base as
     the source decided it: ModelSpec.instruct, the same flag pairing/advice.py warns on)."""
     return Conditions(draft_params=draft.params_total or None, target_instruct=_spec_style(target),
