@@ -220,7 +220,7 @@ ActivationBytes = Callable[[ModelSpec, int, int, int, bool], int]
 # 989 TFLOPS fp16 on H100 (arXiv 2407.08608), cuBLAS bf16 8192^3 258 of 312 TFLOPS on A100 (Horace He,
 # "Making Deep Learning Go Brrrr"); fp8 GEMMs ~0.69 (DeepGEMM 1358 of 1979 TFLOPS at M=4096). 0.75 taken,
 # for every engine whose matmuls are those libraries' (vLLM, SGLang, transformers).
-CUDA_GEMM_EFFICIENCY = {
+CUDA_GEMM_EFFICIENCY: Mapping[ShareKey, tuple[float, str]] = {
     "gpu": sourced("cuda-gemm", "gpu", "compute_share"),
 }
 

@@ -57,7 +57,7 @@ def tokens_held(layer: LayerSpec, context: int, batch: int, chunk: int | None, i
     """
     cells = pad(context * batch, CTX_PAD)
     if is_windowed:
-        return min(cells, pad(layer.window * batch + (chunk or UBATCH), CTX_PAD))
+        return min(cells, pad((layer.window or context) * batch + (chunk or UBATCH), CTX_PAD))
     return cells
 
 
@@ -330,7 +330,7 @@ def launch(x: LaunchInput) -> dict[str, str]:
 
 # --spec-type per method (common/speculative.cpp:34-44); ngram-simple is prompt lookup: the last N tokens
 # are looked up in the history and the M that followed are drafted (common/arg.cpp:4290-4308).
-SPEC_TYPES = {DRAFT_MODEL: "draft-simple", EAGLE3: "draft-eagle3", MTP: "draft-mtp", NGRAM: "ngram-simple"}
+SPEC_TYPES: dict[str, str] = {DRAFT_MODEL: "draft-simple", EAGLE3: "draft-eagle3", MTP: "draft-mtp", NGRAM: "ngram-simple"}
 NGRAM_SIZE_N = 3
 
 

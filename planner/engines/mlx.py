@@ -37,7 +37,7 @@ CACHE_STEP = 256  # KVCache.step
 def tokens_held(layer: LayerSpec, context: int, batch: int, chunk: int | None, is_windowed: bool) -> int:
     """KVCache grows in steps of 256; RotatingKVCache holds the window."""
     if is_windowed:
-        return batch * min(context, layer.window)
+        return batch * min(context, layer.window or context)
     return batch * pad(context, CACHE_STEP)
 
 

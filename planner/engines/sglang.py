@@ -46,7 +46,7 @@ NON_TORCH_BYTES = 1833 * MiB  # assumed equal to vLLM's non-torch memory (PR #10
 def tokens_held(layer: LayerSpec, context: int, batch: int, chunk: int | None, is_windowed: bool) -> int:
     """A token pool: context per sequence; SWA layers window + one prefill chunk."""
     if is_windowed:
-        return batch * min(context, layer.window + (chunk or CHUNKED_PREFILL))
+        return batch * min(context, (layer.window or context) + (chunk or CHUNKED_PREFILL))
     return batch * context
 
 
@@ -127,7 +127,7 @@ def launch(x: LaunchInput) -> dict[str, str]:
 
 # --speculative-algorithm per method (srt/speculative/spec_info.py:39-47; NEXTN is an alias of EAGLE,
 # spec_registry.py:183, and runs the target's own MTP layers).
-ALGORITHMS = {DRAFT_MODEL: "STANDALONE", EAGLE3: "EAGLE3", MTP: "NEXTN", NGRAM: "NGRAM"}
+ALGORITHMS: dict[str, str] = {DRAFT_MODEL: "STANDALONE", EAGLE3: "EAGLE3", MTP: "NEXTN", NGRAM: "NGRAM"}
 
 
 def speculative_flags(x: LaunchInput) -> str:

@@ -29,7 +29,7 @@ NAME = "transformers"
 
 def tokens_held(layer: LayerSpec, context: int, batch: int, chunk: int | None, is_windowed: bool) -> int:
     """DynamicCache: context per sequence; sliding layers min(context, window)."""
-    return batch * (min(context, layer.window) if is_windowed else context)
+    return batch * (min(context, layer.window or context) if is_windowed else context)
 
 
 def prefill_chunk(context: int, batch: int) -> int:

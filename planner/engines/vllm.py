@@ -46,7 +46,7 @@ def tokens_held(layer: LayerSpec, context: int, batch: int, chunk: int | None, i
     """Per sequence ceil(context/16) blocks of 16; SWA cdiv(min(window - 1 + max_batched_tokens,
     context), 16) + 1 blocks (v1/kv_cache_interface.py)."""
     if is_windowed:
-        blocks = -(-min(layer.window - 1 + (chunk or MAX_BATCHED_TOKENS), context) // BLOCK_TOKENS) + 1
+        blocks = -(-min((layer.window or context) - 1 + (chunk or MAX_BATCHED_TOKENS), context) // BLOCK_TOKENS) + 1
         return batch * min(blocks * BLOCK_TOKENS, pad(context, BLOCK_TOKENS))
     return batch * pad(context, BLOCK_TOKENS)
 
