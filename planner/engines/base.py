@@ -48,6 +48,14 @@ SAMPLED_RULES: tuple[SampledRule, ...] = get_args(SampledRule)
 # (plan/roof.share_kinds, catalogs/calibration/)
 ShareKey = Literal["gpu", "gpu-tp", "gpu-hbm", "gpu-amd", "apple", "apple-ultra", "cpu"]
 SHARE_KEYS: tuple[ShareKey, ...] = get_args(ShareKey)
+
+
+def share_key(value: object) -> ShareKey | None:
+    """`value` as a ShareKey when it is one (a machine's kind or share_kind read as text), else None: the one
+    place text from a machine becomes the closed set."""
+    return next((k for k in SHARE_KEYS if k == value), None)
+
+
 # the built-in engines' canonical names (engines/__init__.py _BUILTIN); the registry stays open to others
 EngineName = Literal["llama.cpp", "vllm", "sglang", "transformers", "mlx"]
 

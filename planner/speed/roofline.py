@@ -36,6 +36,7 @@ from .. import engines
 from ..core import quant
 from ..core.errors import MachineError, UsageError
 from ..core.spec import CHUNKED, NONE, SLIDING, ModelSpec
+from ..engines.base import share_key
 from ..fits import memory
 from ..fits.memory import Settings
 from . import kernels
@@ -185,8 +186,10 @@ def engine_overhead_s(engine: str, n_layers: int, *, draft: bool = False,
     if draft and e.draft_forward_overhead_s is not None:
         fixed, per_layer = e.draft_forward_overhead_s
         return fixed + per_layer * n_layers, e.draft_forward_overhead_source
-    if share_kind in e.forward_overhead_by_kind:
-        (fixed, per_layer), why = e.forward_overhead_by_kind[share_kind]
+    key = share_key(share_kind)
+    by_kind = e.forward_overhead_by_kind.get(key) if key is not None else None
+    if by_kind is not None:
+        (fixed, per_layer), why = by_kind
         return fixed + per_layer * n_layers, why
     fixed, per_layer = e.forward_overhead_s
     return fixed + per_layer * n_layers, e.forward_overhead_source
@@ -361,8 +364,8 @@ def format_factor(spec: ModelSpec, s: Settings, machine: MachineLike) -> tuple[f
     """The factor on the bandwidth share the weights' decode kernel streams at on this machine class
     (Engine.format_share: llama.cpp's k-quants on GDDR GPUs and Metal), with its source; 1.0 elsewhere."""
     kind = str(getattr(machine, "kind", "gpu"))
-    key = getattr(machine, "share_kind", None) or kind
-    table = engines.get(s.engine).format_share.get(key) or {}
+    key = share_key(getattr(machine, "share_kind", None) or kind)
+    table = (engines.get(s.engine).format_share.get(key) if key else None) or {}
     if not table:
         return 1.0, ""
     fam = kernel_key(spec, s, kind, kernels.gpu_class(machine))[1]
@@ -384,10 +387,10 @@ def kernel_ratio(spec: ModelSpec, s: Settings, kind: str, n: int, *, measured_on
     chip = weights = None
     if machine is not None and spec.params_total > 0:
         bw = float(machine.bandwidth_bytes_per_s or 0)
-        key = getattr(machine, "share_kind", None)
+        key, own = share_key(getattr(machine, "share_kind", None)), share_key(kind)
         table = engines.get(s.engine).bandwidth_efficiency if s.engine else {}
-        if key in table and kind in table and key != kind:
-            bw *= table[kind][0] / table[key][0]
+        if key and own and key in table and own in table and key != own:
+            bw *= table[own][0] / table[key][0]
         chip = kernels.Chip(str(getattr(machine, "name", "")), bw, dict(machine.peak_flops or {}), gpu_class=chip_class)
         weights = kernels.Weights(total / spec.params_total, spec.params_total)
     return kernels.ratio(backend, fam, n, measured_only=measured_only, chip=chip, weights=weights)
