@@ -28,10 +28,15 @@ from .early_exit import EarlyExit
 from .mtp import KIND as MTP
 from .mtp import MtpLayers
 from .ngram import KIND as NGRAM
-from .ngram import NgramLookup
+from .ngram import NgramLookup, variant_name
 
 METHODS: dict[str, type] = {DRAFT_MODEL: DraftModel, EAGLE3: Eagle3, MTP: MtpLayers, NGRAM: NgramLookup,
                             EARLY_EXIT: EarlyExit}
+
+
+def ngram_variants() -> tuple[str, ...]:
+    """Every engine's own n-gram drafters as --method spells them ('ngram_mod'), each once."""
+    return tuple(dict.fromkeys(v.replace("-", "_") for e in engines.all_engines() for v in e.ngram_variants))
 
 
 def self_drafting(target: ModelSpec, engine: str, *, workload: str | None = None,
@@ -57,6 +62,11 @@ def self_drafting(target: ModelSpec, engine: str, *, workload: str | None = None
             left.append(f"{MTP}: {target.id} ships no MTP layers")
     if NGRAM in wanted:
         found.append(NgramLookup(workload))
+    for v in sorted(name for k in wanted if (name := variant_name(k))):  # --method ngram-mod: that variant
+        if v in e.ngram_variants:
+            found.append(NgramLookup(workload, variant=v))
+        else:
+            left.append(f"{v}: {e.name} has no n-gram drafter '{v}' (its own: {', '.join(e.ngram_variants) or 'none'})")
     if EARLY_EXIT in wanted:
         found.append(EarlyExit(target))
     runs = [m for m in found if m.kind in e.methods]
@@ -95,10 +105,13 @@ def make_method(kind: str, target: ModelSpec, draft: str | None, *, workload: st
         return MtpLayers(target, workload)
     if kind == NGRAM:
         return NgramLookup(workload)
+    if kind in ngram_variants():
+        return NgramLookup(workload, variant=variant_name(kind))
     if kind == EARLY_EXIT:
         return EarlyExit(target)
     raise UsageError(f"Cannot use --method '{kind}': expected one of {', '.join(METHODS)}.")
 
 
 __all__ = ["DRAFT_MODEL", "EAGLE3", "EARLY_EXIT", "METHODS", "MTP", "NGRAM", "Compatibility", "DraftModel",
-           "DraftingMethod", "Eagle3", "EarlyExit", "MtpLayers", "NgramLookup", "make_method", "self_drafting"]
+           "DraftingMethod", "Eagle3", "EarlyExit", "MtpLayers", "NgramLookup", "make_method", "ngram_variants",
+           "self_drafting"]

@@ -21,7 +21,7 @@ from .. import engines
 from ..core.constants import DEFAULT_MAX_K
 from ..core.errors import MachineError, PlannerError, UsageError
 from ..core.spec import ModelSpec
-from ..drafting import Compatibility, DraftingMethod, DraftModel, self_drafting
+from ..drafting import DRAFT_MODEL, Compatibility, DraftingMethod, DraftModel, self_drafting
 from ..drafting.draft_model import conditioned
 from ..fits import fit
 from ..fits.machine import Machine
@@ -295,17 +295,19 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
     base_headroom = min(d.headroom_bytes for d in base)
     family, how = tokenizer_family(target)
     notes = []
+    wants_draft = not methods or DRAFT_MODEL in methods  # mtp / ngram alone look for no draft model
     if candidates is not None:
         cands = list(candidates)
     elif target.source == "gguf":
         # catalog drafts are Hugging Face checkpoints: llama-server -md needs a GGUF file
         cands = []
-        notes.append(f"a GGUF target takes GGUF drafts: pass --candidates a.gguf,b.gguf (catalog drafts are "
-                     f"Hugging Face checkpoints; tokenizer family {family or '?'}: {how})")
+        if wants_draft:
+                notes.append(f"a GGUF target takes GGUF drafts: pass --draft d.gguf or --candidates a.gguf,b.gguf "
+                         f"(catalog drafts are Hugging Face checkpoints; tokenizer family {family or '?'}: {how})")
     else:
         cands = catalog_candidates(target, family, draft_weights_dtype)
-        if not cands:
-            notes.append(f"no catalog draft shares this target's tokenizer ({how}); pass --candidates")
+        if not cands and wants_draft:
+            notes.append(f"no catalog draft shares this target's tokenizer ({how}); pass --draft or --candidates")
     if candidates is None or methods:  # heads, MTP, n-gram, early exit: no checkpoint from the user
         own, left = self_drafting(target, engine, workload=workload, kinds=methods)
         cands = [c for c in cands if not methods or c.kind in methods] + own
