@@ -33,7 +33,7 @@ from ..speed import roofline
 from ..speed.adaptive import Adaptive
 from ..speed.adaptive_predict import predict_plan
 from ..speed.model import Costs
-from . import load
+from . import hybrid, load
 from .drafting_stop import policies_for
 from .load import BatchPoint
 from .roof import bandwidth_share, compute_share, roofline_machine  # noqa: F401  (plan.roofline_machine)
@@ -331,7 +331,7 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
     options = []
     for method in conditioned(cands, temperature=temperature, workload=workload,
                               rule=engines.get(engine).sampled_acceptance):
-        compat = method.compatibility(target, engine, context=context)
+        compat = hybrid.restrict(method.compatibility(target, engine, context=context), target, method.kind, engine)
         alpha = acceptance_for(target, method, given=given_acceptance,
                                measured=(measured_acceptance or {}).get(method.label), tli=compat.tli_alpha)
         for kv in kv_dtypes or engines.get(engine).kv_options:
@@ -340,7 +340,9 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
                          spec_tokens=k_max)
             problem = fit.Problem(target, machine, s, layout, draft=method.resident_model(),
                                   draft_settings=method.settings_for(s), utilization=utilization)
-            options.append(evaluate_option(problem, method, compat, costs_for(method, s), alpha, k_max, kv,
+            costs = hybrid.priced(costs_for(method, s), target, method.kind, s, alpha.alpha, machine.kind,
+                                  machine.bandwidth_bytes_per_s)
+            options.append(evaluate_option(problem, method, compat, costs, alpha, k_max, kv,
                                            launch_in, engine, k_fixed=k_fixed, adaptive=adaptive))
     if batches and len(set(batches)) > 1:
         if roofline_costs_used:
