@@ -16,7 +16,8 @@ An entry is "not expressible" when its engine, machine, target, weights dtype or
 (the data file's `note` says why). A flag the CLI refuses is dropped, the run repeated, and the
 row says so.
 
-Printed: one row per entry, then a summary per source and per origin, and overall:
+Printed: one row per entry, then a summary per source, per origin and per sample (in-sample rows: a
+constant on the row's path cites its source, benchmarks/sample_split.py; the rest out-of-sample), and overall:
   sign agreement   verdict 'faster' with measured > 1.05, 'slower' with measured < 0.95; over the
                    entries whose measured speed-up is outside [0.95, 1.05]; 'uncertain' counts as
                    neither right nor wrong but stays in the denominator (also given without it)
@@ -50,6 +51,10 @@ REPO = Path(__file__).resolve().parents[1]
 DATA = REPO / "benchmarks" / "data" / "published_measurements.json"
 if str(REPO) not in sys.path:  # run from a checkout without installing
     sys.path.insert(0, str(REPO))
+if str(REPO / "benchmarks") not in sys.path:  # its sibling sample_split.py, also when loaded by path (tests)
+    sys.path.insert(0, str(REPO / "benchmarks"))
+
+from sample_split import in_sample  # noqa: E402
 
 EXPRESSIBLE_FIELDS = ("engine", "machine", "target", "weights_dtype", "draft")
 OPTIONAL_FLAGS = ("--k", "--draft-weights-dtype", "--draft-p-min", "--draft-min")  # newer flags: dropped (and reported) if the CLI refuses them
@@ -188,7 +193,8 @@ def refused_flag(stderr: str, argv: Sequence[str]) -> str | None:
 
 
 def _row(entry: dict[str, Any], status: str, reason: str | None = None, **fields: Any) -> dict[str, Any]:
-    row = {"id": entry["id"], "source": source_key(entry["source"]), "origin": origin_key(entry),
+    sample = "in-sample" if in_sample(entry["source"], entry.get("origin") or "") else "out-of-sample"
+    row = {"id": entry["id"], "source": source_key(entry["source"]), "origin": origin_key(entry), "sample": sample,
            "status": status, "reason": reason, "measured_speedup": entry["measured_speedup"],
            "measured_baseline_tokens_per_s": entry.get("baseline_tokens_per_s"), "stand_in": bool(entry.get("stand_in")),
            "engine": entry.get("engine"), "machine": entry.get("machine"), "k_requested": entry.get("k")}
@@ -401,6 +407,8 @@ def report_text(rows: Sequence[dict[str, Any]], data: Path) -> str:
              "Not predicted:", other_table(rows), "",
              "By source:", group_table(summarise_by(rows, "source"), "source"), "",
              "By origin:", group_table(summarise_by(rows, "origin"), "origin"), "",
+             "By sample (in-sample: a constant on the row's path cites its source; benchmarks/sample_split.py):",
+             group_table(summarise_by(rows, "sample"), "sample"), "",
              "Overall:", overall_text(summarise(rows)), pooled_text(rows)]
     if dropped:
         parts.append(f"note: the CLI refused {', '.join(dropped)}; those entries ran without it")
@@ -423,6 +431,7 @@ def main(argv: list[str] | None = None) -> int:
         print(json.dumps({"data": str(args.data), "overall": summarise(rows),
                           "pooled_by_source": {"median_rel_error": pooled, "sources": sources},
                           "by_source": summarise_by(rows, "source"), "by_origin": summarise_by(rows, "origin"),
+                          "by_sample": summarise_by(rows, "sample"),
                           "entries": rows}, indent=1))
     else:
         print(report_text(rows, args.data))
