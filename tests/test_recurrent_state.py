@@ -89,3 +89,14 @@ def test_mlx_refuses_a_draft_model_on_a_hybrid_target(capsys):
     plans = json.loads(out)["plans"]
     assert plans and all(not p["compatible"] for p in plans if p["method"] == "draft_model")
     assert any("trimmable prompt cache" in " ".join(p["reasons"]) for p in plans)
+
+
+def test_the_checkpoint_is_priced_at_every_concurrency(capsys):
+    # a --batch list re-prices each plan per concurrency: its first point must be the plan itself
+    code, out, _ = run(["recommend", QWEN35, "--machine", "h100-sxm", "--engine", "llama.cpp", "--draft",
+                        "qwen3.5-0.8b", "--batch", "1,4", "--json"], capsys)
+    assert code == 0
+    plan = json.loads(out)["plans"][0]
+    assert "recurrent-state checkpoint per round" in plan["costs_source"]
+    first = plan["per_batch"][0]
+    assert first["batch"] == 1 and first["speedup"] == pytest.approx(plan["speedup"], rel=1e-3)

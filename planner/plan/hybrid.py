@@ -10,11 +10,14 @@ plan has.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 from ..core.spec import ModelSpec
 from ..drafting import Compatibility
+from ..fits.machine import Machine
 from ..fits.memory import Settings
 from ..speed import recurrent_state as rs
+from ..speed.acceptance import Acceptance
 from ..speed.model import Costs
 
 
@@ -55,6 +58,13 @@ def priced(costs: Costs, target: ModelSpec, kind: str, s: Settings, alpha: float
            f"({rate.low / 1e9:.3g}-{rate.high / 1e9:.3g} at the interval's ends; {rate.short}; the real copy rate "
            f"settles it), priced at alpha {alpha:.2f} (catalogs/mechanisms/recurrent_rollback.json)")
     return _shifted(costs, deltas(rate.central), deltas(rate.high), deltas(rate.low), why)
+
+
+def costs_for(base: Any, target: ModelSpec, machine: Machine, alpha: Acceptance) -> Any:
+    """A (method, Settings) -> Costs callable with the rollback cost added, for pricing a plan at other
+    concurrencies (plan/recommend.under_load) as at the first."""
+    return lambda method, s: priced(base(method, s), target, method.kind, s, alpha.alpha, machine.kind,
+                                    machine.bandwidth_bytes_per_s)
 
 
 def _shifted(costs: Costs, central: list[float], fast: list[float], slow: list[float], why: str) -> Costs:

@@ -346,7 +346,8 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
                                            launch_in, engine, k_fixed=k_fixed, adaptive=adaptive))
     if batches and len(set(batches)) > 1:
         if roofline_costs_used:
-            options = [under_load(o, batches, k_max, k_fixed, costs_for) if o.usable else o for o in options]
+            options = [under_load(o, batches, k_max, k_fixed, hybrid.costs_for(costs_for, target, machine, o.acceptance))
+                       if o.usable else o for o in options]
         else:
             notes.append("--batch list: measured costs are for one sequence; the per-batch curve needs the roofline")
     ranked = rank(options)
