@@ -100,3 +100,4 @@ def test_the_checkpoint_is_priced_at_every_concurrency(capsys):
     assert "recurrent-state checkpoint per round" in plan["costs_source"]
     first = plan["per_batch"][0]
     assert first["batch"] == 1 and first["speedup"] == pytest.approx(plan["speedup"], rel=1e-3)
+

@@ -33,7 +33,7 @@ from ..speed import roofline
 from ..speed.adaptive import Adaptive
 from ..speed.adaptive_predict import predict_plan
 from ..speed.model import Costs
-from . import hybrid, load
+from . import hybrid, load, mtp_depth
 from .drafting_stop import policies_for
 from .load import BatchPoint
 from .roof import bandwidth_share, compute_share, roofline_machine  # noqa: F401  (plan.roofline_machine)
@@ -211,7 +211,7 @@ def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compat
                             verify_bounds=costs.verify_bounds, k_fixed=k_fixed, overhead_low_s=costs.overhead_low_s,
                             adaptive=p), p) for p in policies_for(engine, method.kind, adaptive)]
     (pred, policy), others = priced[0], priced[1:]  # the first policy is the plan; the others are priced beside it
-    reasons = list(pred.reasons)
+    reasons = list(pred.reasons) + [r for r in (mtp_depth.reason(problem.target, method, pred.k_best),) if r]
     reasons += [f"every round drafting K={o.k_best} (--draft-p-min 0) prices {o.speedup:.2f}x against "
                 f"{pred.speedup:.2f}x with the confidence stop (the stop is what published llama-server sweeps ran)"
                 for o, p in others if p is None and o.speedup > 1.05 * pred.speedup]
