@@ -10,7 +10,7 @@ from typing import Any
 
 from ..core.errors import UsageError
 from ..core.spec import ModelSpec
-from ..drafting import METHODS, DraftingMethod, DraftModel, make_method
+from ..drafting import METHODS, DraftingMethod, DraftModel, make_method, ngram_variants
 from ..drafting.priors import WORKLOADS
 from ..sources import load_spec
 
@@ -29,7 +29,8 @@ def load_method(ref: str | None, *, kind: str | None = None, target: ModelSpec |
     if kind is not None and target is not None:
         kinds = parse_methods(kind) or ()
         if len(kinds) != 1:
-            raise UsageError(f"Cannot use --method '{kind}' here: name one method ({', '.join(METHODS)}).")
+            raise UsageError(f"Cannot use --method '{kind}' here: name one method ({', '.join(METHODS)}, or an "
+                             f"engine's own n-gram drafter: {', '.join(ngram_variants())}).")
         return make_method(kinds[0], target, ref, workload=workload)
     if not ref:
         return None
@@ -45,9 +46,10 @@ def parse_methods(text: str | None) -> tuple[str, ...] | None:
     if not text:
         return None
     out = tuple(dict.fromkeys(m.strip().lower().replace("-", "_") for m in text.split(",") if m.strip()))
-    bad = [m for m in out if m not in METHODS]
+    known = (*METHODS, *ngram_variants())  # the engines' own n-gram drafters too: ngram_mod, ngram_map_k, ...
+    bad = [m for m in out if m not in known]
     if bad:
-        raise UsageError(f"Cannot use --method '{bad[0]}': expected one of {', '.join(METHODS)}.")
+        raise UsageError(f"Cannot use --method '{bad[0]}': expected one of {', '.join(known)}.")
     return out
 
 

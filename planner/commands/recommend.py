@@ -14,8 +14,8 @@ from ..core.constants import ADAPTIVE_MAX_K, DEFAULT_CONTEXT, DEFAULT_MAX_K
 from ..core.errors import UsageError, one_line
 from ..core.fmt import fmt_bytes
 from ..core.units import parse_batches, parse_bytes, parse_tokens
-from ..drafting import DraftModel
-from ..engines.base import DRAFT_MODEL
+from ..drafting import DraftModel, make_method
+from ..engines.base import DRAFT_MODEL, EAGLE3
 from ..fits import fit as fitmod
 from ..fits import memory, search
 from ..fits.fit import default_layout
@@ -55,6 +55,11 @@ from ._options import (
     WorkloadOpt,
 )
 
+DraftOpt = Annotated[str | None, typer.Option(
+    "--draft", "-d", help="The draft model to plan with (same forms as the target); --candidates for several.")]
+HeadOpt = Annotated[str | None, typer.Option(
+    "--head", help="An EAGLE-3 head to plan with (--method eagle3): a catalogued head's repo or a directory "
+                   "(config.json + safetensors), for a head the catalog does not list.")]
 CandidatesOpt = Annotated[str | None, typer.Option(
     "--candidates", help="Comma-separated drafts to consider (default: catalog models sharing the target's "
                          "tokenizer).")]
@@ -90,6 +95,8 @@ def recommend(
     context: ContextOpt = str(DEFAULT_CONTEXT),
     batch: BatchesOpt = "1",
     engine: RecEngineOpt = "auto",
+    draft: DraftOpt = None,
+    head: HeadOpt = None,
     candidates: CandidatesOpt = None,
     profile: ProfileOpt = None,
     probe: ProbeFlag = False,
@@ -118,7 +125,9 @@ def recommend(
     Examples:
       planner recommend qwen2.5-7b-instruct --machine rtx-4090
       planner recommend llama-3.1-8b-instruct --machine m3-max-36gb --engine llama.cpp --context 16k
+      planner recommend qwen2.5-7b-instruct --draft qwen2.5-0.5b-instruct --machine rtx-4090
       planner recommend ./my-model --candidates qwen2.5-0.5b-instruct,qwen2.5-1.5b-instruct --acceptance 0.75
+      planner recommend llama-3.1-8b-instruct --method eagle3 --head ./my-eagle3-head --machine h100-sxm
       planner recommend llama-3.3-70b-instruct --machine 2x-rtx-4090 --profile probe.json --json
       planner recommend target.gguf --candidates small.gguf,tiny.gguf --machine rtx-4090
       planner recommend llama-3.1-8b-instruct --machine h100-sxm --method eagle3,ngram --workload code
@@ -132,12 +141,7 @@ def recommend(
     eng = engine_for(engine, spec, kind=m.kind)
     ctx = parse_tokens(context)
     layout = default_layout(m.n_devices, eng, tp, pp)
-    cands = None
-    if candidates:
-        cands = []
-        for r in (x.strip() for x in candidates.split(",") if x.strip()):
-            c = load_spec(r)
-            cands.append(DraftModel(spec=c, ref=r if _is_path(r) else c.id, weights_dtype=draft_weights_dtype))
+    cands = _given_drafts(spec, draft, head, candidates, kinds, work, draft_weights_dtype)
     given = P.parse_acceptance(acceptance) if acceptance else None
     policy = Adaptive(draft_p_min, draft_min) if draft_p_min is not None else None
     if policy is None and k is not None:
@@ -183,6 +187,35 @@ def recommend(
             warn(f"{spec.id}: {w}")
         typer.echo(recommendation_text(rec, m.display_name if m.origin == "detected" else None, show_all))
     raise typer.Exit(0 if rec.baseline_fits else 1)
+
+
+def _given_drafts(spec: Any, draft: str | None, head: str | None, candidates: str | None,
+                  kinds: tuple[str, ...] | None, work: str, draft_weights_dtype: str | None) -> list[Any] | None:
+    """--draft D, --candidates A,B and --head H as the drafting methods to rank (None: the catalog's).
+
+    --draft is one draft model, as every other command takes it; --candidates several; --head an EAGLE-3
+    head the catalog may not list (make_method reads it like `planner pair`).
+
+    Raises:
+        UsageError: --head without eagle3 among --method, or --draft / --candidates when --method leaves out
+            draft_model (the draft would be dropped without a word).
+    """
+    refs = [r for r in dict.fromkeys(x.strip() for x in [draft or "", *(candidates or "").split(",")]) if r]
+    if refs and kinds is not None and DRAFT_MODEL not in kinds:
+        raise UsageError(f"Cannot use --draft/--candidates with --method {','.join(kinds)}: a draft model is "
+                         f"method draft_model. Add draft_model to --method or drop the draft.")
+    if head and kinds is not None and EAGLE3 not in kinds:
+        raise UsageError(f"Cannot use --head with --method {','.join(kinds)}: a head drafts with method eagle3. "
+                         f"Add eagle3 to --method.")
+    if not refs and not head:
+        return None
+    out: list[Any] = []
+    for r in refs:
+        c = load_spec(r)
+        out.append(DraftModel(spec=c, ref=r if _is_path(r) else c.id, weights_dtype=draft_weights_dtype))
+    if head:
+        out.append(make_method(EAGLE3, spec, head, workload=work))
+    return out
 
 
 def _with_cheapest_fit(rec: Any, run: Any, plan: dict[str, Any], spec: Any, m: Any, eng: str, batch: int) -> Any:

@@ -26,12 +26,17 @@ from .early_exit import EarlyExit
 from .mtp import KIND as MTP
 from .mtp import MtpLayers
 from .ngram import KIND as NGRAM
-from .ngram import NgramLookup
+from .ngram import NgramLookup, variant_name
 
 # The registry: kind -> its entry (how the CLI builds one, how self_drafting offers it). Adding a method is its
 # file (a class implementing DraftingMethod and an ENTRY) and one line here; the order is the order offered.
 METHODS: dict[str, MethodEntry] = {e.kind: e for e in (draft_model.ENTRY, eagle3.ENTRY, mtp.ENTRY, ngram.ENTRY,
                                                        early_exit.ENTRY)}
+
+
+def ngram_variants() -> tuple[str, ...]:
+    """Every engine's own n-gram drafters as --method spells them ('ngram_mod'), each once."""
+    return tuple(dict.fromkeys(v.replace("-", "_") for e in engines.all_engines() for v in e.ngram_variants))
 
 
 def self_drafting(target: ModelSpec, engine: str, *, workload: str | None = None,
@@ -50,6 +55,11 @@ def self_drafting(target: ModelSpec, engine: str, *, workload: str | None = None
         offered, why = entry.self_draft(target, workload)
         found += offered
         left += why
+    for v in sorted(name for k in kinds or () if (name := variant_name(k))):  # --method ngram-mod: that variant
+        if v in e.ngram_variants:
+            found.append(NgramLookup(workload, variant=v))
+        else:
+            left.append(f"{v}: {e.name} has no n-gram drafter '{v}' (its own: {', '.join(e.ngram_variants) or 'none'})")
     runs = [m for m in found if m.kind in e.methods]
     left += [f"{m.kind}: {e.method_refusals.get(m.kind, f'{e.name} does not run it')}" for m in found
              if m.kind not in e.methods]
@@ -65,6 +75,8 @@ def make_method(kind: str, target: ModelSpec, draft: str | None, *, workload: st
         PlannerError: a draft or head that cannot be read.
     """
     entry = METHODS.get(kind)
+    if entry is None and kind in ngram_variants():
+        return NgramLookup(workload, variant=variant_name(kind))
     if entry is None:
         raise UsageError(f"Cannot use --method '{kind}': expected one of {', '.join(METHODS)}.")
     return entry.build(target, draft, workload)
@@ -86,5 +98,6 @@ __all__ = [
     "MtpLayers",
     "NgramLookup",
     "make_method",
+    "ngram_variants",
     "self_drafting",
 ]

@@ -9,13 +9,20 @@ match over the history once per round; NGRAM_TOKEN_S below is assumed, and small
 verify forward. Acceptance: the workload decides it (a code edit, RAG or a summary copies its
 prompt; open chat does not), so the prior is per `--workload` (priors.py), published where a
 measurement exists and assumed (uncertain) elsewhere.
+
+Variants: an engine with several n-gram drafters of its own (llama.cpp's ngram-simple, ngram-map-k,
+ngram-map-k4v, ngram-mod, ngram-cache: `Engine.ngram_variants`) is planned per variant, each a choice
+of its own with its own launch flags; another engine refuses a variant it does not have. No published
+acceptance separates the variants on one workload, so they share the workload's prior (stated in the
+acceptance's source) until one is measured (`--acceptance`, `planner probe`).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+from .. import engines
 from ..core.spec import ModelSpec
 from ..engines.base import NGRAM
 from ..fits.memory import Settings
@@ -23,6 +30,9 @@ from ..speed import acceptance as acc
 from ..speed.roofline import MachineLike
 from . import priors
 from .base import Compatibility, MethodEntry, engine_support
+
+# the spellings the CLI takes for a variant (--method ngram-mod or ngram_mod) -> the engine's own name
+VARIANT_PREFIX = "ngram_"
 
 KIND = NGRAM
 # Assumed CPU cost per drafted token: a suffix match over a few thousand history tokens (vLLM's
@@ -37,11 +47,12 @@ class NgramLookup:
     """n-gram lookup for the workload being planned (`--workload`)."""
 
     workload: str | None = None
+    variant: str | None = None  # one of the engine's own n-gram drafters (Engine.ngram_variants); None: any
     kind: str = KIND
 
     @property
     def label(self) -> str:
-        return f"ngram ({self.workload or priors.DEFAULT_WORKLOAD})"
+        return f"{self.variant or 'ngram'} ({self.workload or priors.DEFAULT_WORKLOAD})"
 
     @property
     def ref(self) -> str | None:
@@ -51,7 +62,14 @@ class NgramLookup:
         return None
 
     def compatibility(self, target: ModelSpec, engine: str, *, context: int | None = None) -> Compatibility:
-        return engine_support(engine, KIND)
+        c = engine_support(engine, KIND)
+        e = engines.get(engine)
+        if self.variant is None or not c.runs or self.variant in e.ngram_variants:
+            return c
+        have = ", ".join(e.ngram_variants) or "none"
+        v = replace(c.verdict, compatible=False, failed_rule="ngram_variant",
+                    detail=f"{e.name} has no n-gram drafter '{self.variant}' (its own variants: {have})")
+        return replace(c, verdict=v)
 
     def settings_for(self, s: Settings) -> Settings:
         return s
@@ -60,10 +78,20 @@ class NgramLookup:
         return NGRAM_TOKEN_S
 
     def acceptance_prior(self, target: ModelSpec) -> acc.Acceptance:
-        return priors.prior(KIND, workload=self.workload or priors.DEFAULT_WORKLOAD, target=target.id)
+        a = priors.prior(KIND, workload=self.workload or priors.DEFAULT_WORKLOAD, target=target.id)
+        if self.variant is None:
+            return a
+        return replace(a, source=f"{a.source}; {self.variant} shares the workload's n-gram prior (no published "
+                                 f"acceptance separates the variants)")
 
     def launch_fields(self) -> dict[str, Any]:
-        return {"draft": None, "method": KIND, "ngram_max": NGRAM_MAX, "draft_weights_quant": None}
+        return {"draft": None, "method": KIND, "ngram_max": NGRAM_MAX, "draft_weights_quant": None,
+                "ngram_variant": self.variant}
+
+
+def variant_name(method: str) -> str | None:
+    """'ngram_mod' (as --method spells it after parsing) -> 'ngram-mod'; None for anything else."""
+    return method.replace("_", "-") if method.startswith(VARIANT_PREFIX) else None
 
 
 ENTRY = MethodEntry(KIND, lambda target, draft, workload: NgramLookup(workload),

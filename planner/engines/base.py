@@ -203,6 +203,7 @@ class LaunchInput:
     # target's own MTP layers, n-gram lookup or early exit (those three name no draft)
     exit_layer: int | None = None  # early exit: the layer whose output drafts (transformers assistant_early_exit)
     ngram_max: int | None = None  # n-gram lookup: the longest n-gram matched against the prompt
+    ngram_variant: str | None = None  # n-gram lookup: one of the engine's own variants (Engine.ngram_variants)
     draft_p_min: float | None = None  # llama.cpp confidence stop (--spec-draft-p-min); None: every round drafts k
     draft_n_min: int = 0  # llama.cpp --spec-draft-n-min: drafts shorter than this are dropped
 
@@ -326,6 +327,9 @@ class Engine:
     sampled_acceptance_source: str = ""
     methods: Mapping[str, str] = field(default_factory=lambda: {DRAFT_MODEL: "a separate draft model"})
     method_refusals: Mapping[str, str] = field(default_factory=dict)
+    # n-gram drafters of the engine's own beyond plain prompt lookup (llama.cpp --spec-type ngram-*): the
+    # variant's name -> what it drafts and its launch flags' source; empty: the engine has one n-gram drafter
+    ngram_variants: Mapping[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         """Refuse a value outside the closed sets (a typo in an engine file fails at import, not in a plan)."""

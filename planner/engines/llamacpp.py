@@ -323,9 +323,28 @@ def launch(x: LaunchInput) -> dict[str, str]:
         notes.append("draft-mtp drafts with the nextn layers stored in the target GGUF (blk.N.nextn.*, "
                      "common/speculative.cpp:2286-2292): the GGUF must be converted with them")
     elif x.method == NGRAM:
-        n = x.ngram_max or NGRAM_SIZE_N
-        cmd += f" --spec-type {SPEC_TYPES[NGRAM]} --spec-ngram-simple-size-n {n} --spec-ngram-simple-size-m {x.k}"
+        cmd += _ngram_flags(x.ngram_variant or SPEC_TYPES[NGRAM], x.ngram_max or NGRAM_SIZE_N, x.k)
     return with_notes({"command": cmd}, notes)
+
+
+# llama.cpp's n-gram drafters (--spec-type, common/speculative.cpp:42-46 @ 001d906; what each drafts:
+# docs/speculative.md @ a71f4a0): (key-size flag, draft-length flag). Per-type flags since PR #22397.
+# ngram-simple / -map-k / -map-k4v draft the m tokens after a matched n-gram (size-m = K); ngram-mod's
+# rolling-hash pool drafts a variable length up to n-max; ngram-cache drafts from n-gram statistics up to
+# the draft maximum and has no key-size flag of its own.
+NGRAM_VARIANT_FLAGS = {
+    "ngram-simple": ("--spec-ngram-simple-size-n", "--spec-ngram-simple-size-m"),
+    "ngram-map-k": ("--spec-ngram-map-k-size-n", "--spec-ngram-map-k-size-m"),
+    "ngram-map-k4v": ("--spec-ngram-map-k4v-size-n", "--spec-ngram-map-k4v-size-m"),
+    "ngram-mod": ("--spec-ngram-mod-n-match", "--spec-ngram-mod-n-max"),
+    "ngram-cache": (None, "--spec-draft-n-max"),
+}
+
+
+def _ngram_flags(variant: str, n: int, k: int) -> str:
+    """--spec-type VARIANT with its own key size (n) and draft length (K) flags."""
+    key, length = NGRAM_VARIANT_FLAGS[variant]
+    return f" --spec-type {variant}" + (f" {key} {n}" if key else "") + f" {length} {k}"
 
 
 # --spec-type per method (common/speculative.cpp:34-44); ngram-simple is prompt lookup: the last N tokens
@@ -396,6 +415,18 @@ ENGINE = Engine(
              NGRAM: "--spec-type ngram-simple (common/speculative.cpp:40, common/arg.cpp:4290-4308)"},
     method_refusals={EARLY_EXIT: "llama.cpp has no early-exit self-speculation (spec types: "
                                  "common/speculative.cpp:34-44)"},
+    ngram_variants={
+        "ngram-simple": "the m tokens after the last earlier match of the current n-gram (docs/speculative.md "
+                        "@ a71f4a0 'n-gram Map (ngram-simple)')",
+        "ngram-map-k": "the m tokens that followed the current n-gram key, once it was seen --spec-ngram-map-k-"
+                       "min-hits times (default 1) (docs/speculative.md @ a71f4a0 'n-gram Map Key')",
+        "ngram-map-k4v": "experimental: the most frequent of up to four m-grams after the key (docs/speculative.md "
+                         "@ a71f4a0 'n-gram Map Key-4-Values')",
+        "ngram-mod": "a rolling-hash pool (~16 MB) shared by all slots, variable draft length; the docs advise "
+                     "n-match 24, draft 48-64 ('small n are not recommended', docs/speculative.md @ a71f4a0)",
+        "ngram-cache": "drafts from n-gram statistics, optionally loaded from files (docs/speculative.md @ "
+                       "a71f4a0 'n-gram Cache'; PRs #5479, #6828, #6848)",
+    },
     # predicted / measured on the same runs: Qwen3-30B-A3B 0.54-0.58 on an RTX 4090 (PR #16834), RTX 5090
     # (PR #21086) and RTX PRO 6000 (build 6413), DeepSeek-V2-Lite 0.47 on an RTX 3090 (PR #15525), where the
     # same runs' dense models sit at 0.80-1.33; gpt-oss-20b (4 experts of 2880 x 2880) 0.86-1.18

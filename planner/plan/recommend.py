@@ -21,7 +21,7 @@ from .. import engines
 from ..core.constants import DEFAULT_MAX_K
 from ..core.errors import MachineError, PlannerError, UsageError
 from ..core.spec import ModelSpec
-from ..drafting import Compatibility, DraftingMethod, DraftModel, self_drafting
+from ..drafting import DRAFT_MODEL, Compatibility, DraftingMethod, DraftModel, self_drafting
 from ..drafting.draft_model import conditioned
 from ..fits import fit
 from ..fits.machine import Machine
@@ -33,7 +33,7 @@ from ..speed import roofline
 from ..speed.adaptive import Adaptive
 from ..speed.adaptive_predict import predict_plan
 from ..speed.model import Costs
-from . import load
+from . import hybrid, load, mtp_depth
 from .drafting_stop import policies_for
 from .load import BatchPoint
 from .roof import bandwidth_share, compute_share, roofline_machine  # noqa: F401  (plan.roofline_machine)
@@ -211,7 +211,7 @@ def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compat
                             verify_bounds=costs.verify_bounds, k_fixed=k_fixed, overhead_low_s=costs.overhead_low_s,
                             adaptive=p), p) for p in policies_for(engine, method.kind, adaptive)]
     (pred, policy), others = priced[0], priced[1:]  # the first policy is the plan; the others are priced beside it
-    reasons = list(pred.reasons)
+    reasons = list(pred.reasons) + [r for r in (mtp_depth.reason(problem.target, method, pred.k_best),) if r]
     reasons += [f"every round drafting K={o.k_best} (--draft-p-min 0) prices {o.speedup:.2f}x against "
                 f"{pred.speedup:.2f}x with the confidence stop (the stop is what published llama-server sweeps ran)"
                 for o, p in others if p is None and o.speedup > 1.05 * pred.speedup]
@@ -295,17 +295,19 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
     base_headroom = min(d.headroom_bytes for d in base)
     family, how = tokenizer_family(target)
     notes = []
+    wants_draft = not methods or DRAFT_MODEL in methods  # mtp / ngram alone look for no draft model
     if candidates is not None:
         cands = list(candidates)
     elif target.source == "gguf":
         # catalog drafts are Hugging Face checkpoints: llama-server -md needs a GGUF file
         cands = []
-        notes.append(f"a GGUF target takes GGUF drafts: pass --candidates a.gguf,b.gguf (catalog drafts are "
-                     f"Hugging Face checkpoints; tokenizer family {family or '?'}: {how})")
+        if wants_draft:
+                notes.append(f"a GGUF target takes GGUF drafts: pass --draft d.gguf or --candidates a.gguf,b.gguf "
+                         f"(catalog drafts are Hugging Face checkpoints; tokenizer family {family or '?'}: {how})")
     else:
         cands = catalog_candidates(target, family, draft_weights_dtype)
-        if not cands:
-            notes.append(f"no catalog draft shares this target's tokenizer ({how}); pass --candidates")
+        if not cands and wants_draft:
+            notes.append(f"no catalog draft shares this target's tokenizer ({how}); pass --draft or --candidates")
     if candidates is None or methods:  # heads, MTP, n-gram, early exit: no checkpoint from the user
         own, left = self_drafting(target, engine, workload=workload, kinds=methods)
         cands = [c for c in cands if not methods or c.kind in methods] + own
@@ -334,7 +336,7 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
     options = []
     for method in conditioned(cands, temperature=temperature, workload=workload,
                               rule=engines.get(engine).sampled_acceptance):
-        compat = method.compatibility(target, engine, context=context)
+        compat = hybrid.restrict(method.compatibility(target, engine, context=context), target, method.kind, engine)
         alpha = acceptance_for(target, method, given=given_acceptance,
                                measured=(measured_acceptance or {}).get(method.label), tli=compat.tli_alpha)
         for kv in kv_dtypes or engines.get(engine).kv_options:
@@ -343,11 +345,14 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
                          spec_tokens=k_max)
             problem = fit.Problem(target, machine, s, layout, draft=method.resident_model(),
                                   draft_settings=method.settings_for(s), utilization=utilization)
-            options.append(evaluate_option(problem, method, compat, costs_for(method, s), alpha, k_max, kv,
+            costs = hybrid.priced(costs_for(method, s), target, method.kind, s, alpha.alpha, machine.kind,
+                                  machine.bandwidth_bytes_per_s)
+            options.append(evaluate_option(problem, method, compat, costs, alpha, k_max, kv,
                                            launch_in, engine, k_fixed=k_fixed, adaptive=adaptive))
     if batches and len(set(batches)) > 1:
         if roofline_costs_used:
-            options = [under_load(o, batches, k_max, k_fixed, costs_for) if o.usable else o for o in options]
+            options = [under_load(o, batches, k_max, k_fixed, hybrid.costs_for(costs_for, target, machine, o.acceptance))
+                       if o.usable else o for o in options]
         else:
             notes.append("--batch list: measured costs are for one sequence; the per-batch curve needs the roofline")
     ranked = rank(options)
