@@ -40,7 +40,7 @@ from ._options import (
     GpusOpt,
     JsonOpt,
     MachineOpt,
-    MaxKOpt,
+    RecMaxKOpt,
     MethodsOpt,
     ModelArg,
     PpOpt,
@@ -95,7 +95,7 @@ def recommend(
     probe: ProbeFlag = False,
     acceptance: AcceptanceOpt = None,
     kv_dtype: KvOpt = None,
-    max_k: MaxKOpt = DEFAULT_MAX_K,
+    max_k: RecMaxKOpt = None,
     k: KOpt = None,
     weights_dtype: WeightsDtypeOpt = None,
     draft_weights_dtype: DraftWeightsOpt = None,
@@ -148,8 +148,10 @@ def recommend(
         raise UsageError(f"Cannot use --draft-min on {eng}: it drafts K tokens every round (only llama.cpp stops "
                          f"drafting and drops short drafts). Drop --draft-min or use --engine llama.cpp.")
     stop = policies_for(eng, DRAFT_MODEL, policy)[0]  # the policy a draft model's plan takes
-    if stop is not None and stop.p_min > 0 and max_k == DEFAULT_MAX_K:
-        max_k = ADAPTIVE_MAX_K  # a confidence stop drafts up to llama-server's n_max unless told otherwise
+    if max_k is not None and k is not None and k > max_k:  # as report and check refuse it
+        raise UsageError(f"Cannot use --k {k} with --max-k {max_k}: expected K <= --max-k.")
+    if max_k is None:  # a confidence stop drafts up to llama-server's n_max unless told otherwise
+        max_k = ADAPTIVE_MAX_K if stop is not None and stop.p_min > 0 else DEFAULT_MAX_K
     if k is not None and k > max_k:
         max_k = k  # judging K needs the verify curve up to K + 1
     costs_for, measured, k_cap = None, None, max_k
