@@ -348,13 +348,21 @@ def key_alpha(o: Any) -> str:
     return f"{o.acceptance.alpha:.2f}" if o.acceptance else "-"
 
 
+def _draft_bytes(o: Any) -> int | None:
+    """The draft's resident weight bytes (equal for a base and its instruct tune), None without a draft."""
+    resident = o.method.resident_model() if o.method is not None else None
+    return resident.weights.resident_bytes if resident is not None else None
+
+
 def plan_rows(plans: Any, limit: int | None) -> tuple[list[list[str]], int]:
     """Table rows with plans of identical figures collapsed into one (base and instruct drafts of one size,
     KV types that change no speed figure; the headroom is the first plan's, its range with --wide), in rank
     order; and how many rows `limit` left out."""
     groups: dict[tuple, list[Any]] = {}
     for o in plans:
-        key = (method_kind(o), o.k, *_speed_cells(o), o.fits, key_runs(o), key_alpha(o))  # what differs
+        # what differs; a draft's size too, so only a base and its instruct tune of one size share a row
+        # (an unusable 3B and 8B, both "-", once merged into one row under the 3B's headroom)
+        key = (method_kind(o), o.k, *_speed_cells(o), o.fits, key_runs(o), key_alpha(o), _draft_bytes(o))
         groups.setdefault(key, []).append(o)
     rows = []
     for same in groups.values():
