@@ -53,3 +53,11 @@ def test_the_readme_names_every_engine():
     for name in ("llama.cpp", "vLLM", "SGLang", "transformers", "mlx-lm"):
         assert f" {name} " in readme.split("## Quick start")[0]
     assert len(engines.names()) == 5
+
+
+def test_fits_budget_line_states_the_margin_in_units(capsys):
+    code, out, _ = run(["fit", "llama-3.1-8b-instruct", "--machine", "rtx-4090", "--engine", "llama.cpp"], capsys)
+    assert code == 0
+    line = next(ln for ln in out.splitlines() if ln.startswith("budget:"))
+    assert engines.get("llama.cpp").device_margin_bytes == 2**30
+    assert "- 1.00 GiB llama.cpp margin" in line and "1073741824" not in line
