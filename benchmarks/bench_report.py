@@ -4,7 +4,7 @@ Run: python benchmarks/bench_report.py [--runs 3]
 Prints (median of --runs, measured in this run, roofline costs, default context; wall and CPU seconds,
 since on a shared machine wall time includes waiting for a core):
   * `planner report --machine rtx-4090 --json` as a new process (start-up, catalog, 65 rows, JSON);
-  * the same with `--out r.html` (tables and the matplotlib plot);
+  * the same with `--out r.html` (tables and the SVG plot);
   * `planner report` with 10 catalog machines (`--json`, and `--out r.html` with 10 plots + the matrix);
   * in process: plan/fleet.py rows only (no start-up, no rendering), one machine and ten;
   * whether the --json run imported torch (it must not).

@@ -1,7 +1,7 @@
 """Rules the code keeps (docs/architecture.md), checked on the source itself with `ast`.
 
 - the import graph of planner/ has no cycle, and no import runs against the layer order;
-- torch, transformers, accelerate and matplotlib are imported only where measuring or plotting happens;
+- torch, transformers, accelerate and matplotlib are imported only where measuring happens (the plots are SVG by hand);
 - no module is over MAX_MODULE_LINES lines;
 - the project's own modules are imported at module top (lazy imports are for heavy third-party packages);
 - an engine's name is spelled (as a whole string) only in planner/engines/;
@@ -23,8 +23,8 @@ PACKAGE = Path(__file__).resolve().parents[1] / "planner"
 LAYERS = ("core", "sources", "engines", "fits", "pairing", "speed", "drafting", "plan", "render", "probe", "bench",
           "commands", "cli")
 HEAVY = ("torch", "transformers", "accelerate", "matplotlib")
-# Where the heavy packages may be imported: measuring (probe, bench) and drawing the report's plots.
-HEAVY_ALLOWED = ("planner.probe", "planner.bench", "planner.render.plots")
+# Where the heavy packages may be imported: measuring (probe, bench); no module draws with matplotlib.
+HEAVY_ALLOWED = ("planner.probe", "planner.bench")
 MAX_MODULE_LINES = 450
 ENGINE_NAMES = {"llama.cpp", "vllm", "sglang", "mlx", "mlx-lm", "transformers"}
 ENGINE_NAMES_ALLOWED = ("planner.engines",)

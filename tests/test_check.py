@@ -286,8 +286,6 @@ def _planner_commands(text):
 def test_ci_examples_run_real_commands(tmp_path, capsys, monkeypatch):
     import shutil
 
-    pytest.importorskip("matplotlib", reason="the workflow's report step needs the 'report' extra (matplotlib)")
-
     shutil.copy(EXAMPLES / "planner.toml", tmp_path / "planner.toml")
     monkeypatch.chdir(tmp_path)
     cmds = [c for f in ("github-actions.yml", "pre-commit-config.yaml")

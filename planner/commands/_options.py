@@ -67,6 +67,10 @@ AcceptanceOpt = Annotated[str | None, typer.Option(
                          "tau=2.8@4.")]
 MaxKOpt = Annotated[int, typer.Option("--max-k", help="Largest K (tokens drafted per round) considered.",
                                       min=1, max=32)]
+# recommend: unset means its default (8; 16 under llama.cpp's confidence stop), an explicit value is honoured
+RecMaxKOpt = Annotated[int | None, typer.Option(
+    "--max-k", help="Largest K (tokens drafted per round) considered (default 8; 16 under llama.cpp's confidence "
+                    "stop, llama-server's own n_max).", min=1, max=32)]
 TemperatureOpt = Annotated[float, typer.Option("--temperature", help="Sampling temperature (0 = greedy).", min=0,
                                                max=100)]
 WorkloadOpt = Annotated[str, typer.Option(

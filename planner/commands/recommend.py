@@ -40,12 +40,12 @@ from ._options import (
     GpusOpt,
     JsonOpt,
     MachineOpt,
-    MaxKOpt,
     MethodsOpt,
     ModelArg,
     PpOpt,
     ProfileOpt,
     RecEngineOpt,
+    RecMaxKOpt,
     RevisionOpt,
     TemperatureOpt,
     TpOpt,
@@ -102,7 +102,7 @@ def recommend(
     probe: ProbeFlag = False,
     acceptance: AcceptanceOpt = None,
     kv_dtype: KvOpt = None,
-    max_k: MaxKOpt = DEFAULT_MAX_K,
+    max_k: RecMaxKOpt = None,
     k: KOpt = None,
     weights_dtype: WeightsDtypeOpt = None,
     draft_weights_dtype: DraftWeightsOpt = None,
@@ -152,8 +152,10 @@ def recommend(
         raise UsageError(f"Cannot use --draft-min on {eng}: it drafts K tokens every round (only llama.cpp stops "
                          f"drafting and drops short drafts). Drop --draft-min or use --engine llama.cpp.")
     stop = policies_for(eng, DRAFT_MODEL, policy)[0]  # the policy a draft model's plan takes
-    if stop is not None and stop.p_min > 0 and max_k == DEFAULT_MAX_K:
-        max_k = ADAPTIVE_MAX_K  # a confidence stop drafts up to llama-server's n_max unless told otherwise
+    if max_k is not None and k is not None and k > max_k:  # as report and check refuse it
+        raise UsageError(f"Cannot use --k {k} with --max-k {max_k}: expected K <= --max-k.")
+    if max_k is None:  # a confidence stop drafts up to llama-server's n_max unless told otherwise
+        max_k = ADAPTIVE_MAX_K if stop is not None and stop.p_min > 0 else DEFAULT_MAX_K
     if k is not None and k > max_k:
         max_k = k  # judging K needs the verify curve up to K + 1
     costs_for, measured, k_cap = None, None, max_k
@@ -379,13 +381,21 @@ def key_alpha(o: Any) -> str:
     return f"{o.acceptance.alpha:.2f}" if o.acceptance else "-"
 
 
+def _draft_bytes(o: Any) -> int | None:
+    """The draft's resident weight bytes (equal for a base and its instruct tune), None without a draft."""
+    resident = o.method.resident_model() if o.method is not None else None
+    return resident.weights.resident_bytes if resident is not None else None
+
+
 def plan_rows(plans: Any, limit: int | None) -> tuple[list[list[str]], int]:
     """Table rows with plans of identical figures collapsed into one (base and instruct drafts of one size,
     KV types that change no speed figure; the headroom is the first plan's, its range with --wide), in rank
     order; and how many rows `limit` left out."""
     groups: dict[tuple, list[Any]] = {}
     for o in plans:
-        key = (method_kind(o), o.k, *_speed_cells(o), o.fits, key_runs(o), key_alpha(o))  # what differs
+        # what differs; a draft's size too, so only a base and its instruct tune of one size share a row
+        # (an unusable 3B and 8B, both "-", once merged into one row under the 3B's headroom)
+        key = (method_kind(o), o.k, *_speed_cells(o), o.fits, key_runs(o), key_alpha(o), _draft_bytes(o))
         groups.setdefault(key, []).append(o)
     rows = []
     for same in groups.values():

@@ -50,7 +50,7 @@ KOpt = Annotated[int | None, typer.Option("--k", help="Judge the speed-up at thi
 MachinesOpt = Annotated[list[str] | None, typer.Option(
     "--machine", "-m", help="Machine to report on (repeatable; catalog name, JSON file or auto; default auto). "
                             "With --config: replaces each deployment's machines.")]
-NoPlotsOpt = Annotated[bool, typer.Option("--no-plots", help="Tables only (no matplotlib needed).")]
+NoPlotsOpt = Annotated[bool, typer.Option("--no-plots", help="Tables only (no plots).")]
 TargetsOpt = Annotated[list[str] | None, typer.Option(
     "--targets", help="No TARGET: the models to place (comma-separated ids, aliases, folders, or a FILE with one a "
                       "line; repeatable). Default: the bundled catalog.")]

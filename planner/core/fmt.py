@@ -55,10 +55,18 @@ def tabulate(rows: Any, headers: Any = (), **kwargs: Any) -> str:
         k      v
         a      1
     """
+    import tabulate as _module
     from tabulate import tabulate as _tabulate
 
     # Cells quote model names and file paths: a newline or escape in one must not forge a line of output.
     rows = [[one_line(c) if isinstance(c, str) else c for c in row] for row in rows]
     headers = [one_line(h) if isinstance(h, str) else h for h in headers] if isinstance(headers, (list, tuple)) \
         else headers
-    return _tabulate(rows, headers=headers, **kwargs)
+    padding = kwargs.pop("min_padding", None)  # the header padding tabulate adds (its MIN_PADDING, 2); 0: none
+    if padding is None:
+        return _tabulate(rows, headers=headers, **kwargs)
+    saved, _module.MIN_PADDING = _module.MIN_PADDING, padding  # tabulate reads the module global per call
+    try:
+        return _tabulate(rows, headers=headers, **kwargs)
+    finally:
+        _module.MIN_PADDING = saved

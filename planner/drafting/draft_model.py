@@ -16,6 +16,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from .. import engines
+from ..core import paths
 from ..core.errors import UsageError
 from ..core.spec import ModelSpec
 from ..fits.memory import Settings
@@ -78,8 +79,14 @@ class DraftModel:
                                                rule=self.acceptance_rule)
         return acceptance_prior.prior(target.family, self.spec.family, cond)
 
+    @property
+    def launch_ref(self) -> str:
+        """What a launch command names: the path the user gave, else the full model id (never a catalog
+        alias such as 'llama-3.2-1b-instruct', which no engine resolves)."""
+        return self.ref if paths.exists(self.ref) else self.spec.id
+
     def launch_fields(self) -> dict[str, Any]:
-        return {"draft": self.ref, "draft_weights_quant": self.weights_dtype}
+        return {"draft": self.launch_ref, "draft_weights_quant": self.weights_dtype}
 
 
 def conditioned(methods: Sequence[Any], *, temperature: float | None = None,

@@ -7,6 +7,8 @@ engine's facts instead of testing its name, so adding an engine is its file plus
 
 from __future__ import annotations
 
+import difflib
+
 from ..core.errors import UsageError
 from . import llamacpp, mlx, sglang, transformers, vllm
 from .base import Engine, LaunchInput, Verdict
@@ -52,7 +54,10 @@ def canonical(name: str) -> str:
     for e in _REGISTRY.values():
         if key == e.name or key in e.aliases:
             return e.name
-    raise UsageError(f"Cannot use engine '{name}': expected one of {', '.join(_REGISTRY)}.")
+    spellings = {alias: e.name for e in _REGISTRY.values() for alias in (e.name, *e.aliases)}
+    close = difflib.get_close_matches(key, list(spellings), n=1, cutoff=0.6)  # 'vlm' -> vllm (issue #31)
+    hint = f" (did you mean '{spellings[close[0]]}'?)" if close else ""
+    raise UsageError(f"Cannot use engine '{name}'{hint}: expected one of {', '.join(_REGISTRY)}.")
 
 
 def get(name: str) -> Engine:

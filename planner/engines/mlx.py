@@ -74,12 +74,10 @@ KV_BITS = {"q8_0": 8, "q8": 8, "int8": 8, "q4_0": 4, "q4": 4, "int4": 4}
 def launch(x: LaunchInput) -> dict[str, str]:
     """`mlx_lm.server` (mlx-lm 0.32.2 mlx_lm/server.py: --model :1925, --draft-model :1953,
     --num-draft-tokens :1959, --kv-bits :2054; a draft or --kv-bits turns batching off, :460, :768-773)."""
-    cmd = f"mlx_lm.server --model {quote(x.target)}"
-    notes = []
-    bits = {"int8": 8, "int4": 4}.get((x.weights_quant or "").lower())
-    if bits:  # mlx_lm.server loads what it is given: quantise first (mlx_lm/convert.py:200-214)
-        notes.append(f"weights sized as {x.weights_quant}: convert first, mlx_lm.convert --hf-path {quote(x.target)} "
-                     f"-q --q-bits {bits} --q-group-size 64 --mlx-path MODEL-{bits}bit, and serve that folder")
+    notes: list[str] = []
+    convert, model = _converted(x.target, x.weights_quant)
+    draft_convert, draft = _converted(x.draft, x.draft_weights_quant or x.weights_quant) if x.draft else ([], None)
+    cmd = f"mlx_lm.server --model {quote(model)}"
     kv = (x.kv_dtype or "auto").lower()
     if kv in KV_BITS:
         cmd += f" --kv-bits {KV_BITS[kv]}"
@@ -87,13 +85,30 @@ def launch(x: LaunchInput) -> dict[str, str]:
     elif kv not in ("auto", "f16", "bf16"):
         notes.append(f"KV type '{x.kv_dtype}' has no mlx_lm --kv-bits equivalent: left unquantised")
     if x.draft:
-        cmd += f" --draft-model {quote(x.draft)} --num-draft-tokens {x.k}"
+        cmd += f" --draft-model {quote(draft or x.draft)} --num-draft-tokens {x.k}"
         notes.insert(0, "a draft model disables batching in mlx_lm.server")
         if x.heterogeneous:
             notes.append("mlx_lm has no heterogeneous-vocabulary path: mlx_lm.generate refuses the pair, "
                          "mlx_lm.server only warns and drafts with mismatched ids")
-    out = {"command": cmd}
+    steps = convert + draft_convert
+    out = {"convert": " && ".join(steps), "command": cmd} if steps else {"command": cmd}
     return with_notes(out, notes)
+
+
+def _converted(ref: str | None, quant: str | None) -> tuple[list[str], str | None]:
+    """The convert step a weights format the ledger sized needs, and the folder it writes (else `ref` itself).
+
+    mlx_lm.server loads what it is given, so an 8- or 4-bit plan quantises first: mlx_lm.convert
+    --hf-path REF -q --q-bits N --q-group-size 64 --mlx-path DIR (mlx_lm/convert.py configure_parser's
+    --hf-path, --mlx-path, -q, --q-group-size, --q-bits; ml-explore/mlx-lm 04494c9), the same group size
+    the ledger sizes; the server then serves DIR. convert() refuses a DIR that already exists.
+    """
+    bits = {"int8": 8, "int4": 4, "q8": 8, "q4": 4}.get((quant or "").lower())
+    if ref is None or not bits:
+        return [], ref
+    folder = f"{ref.rstrip('/').rsplit('/', 1)[-1]}-{bits}bit"
+    return [f"mlx_lm.convert --hf-path {quote(ref)} -q --q-bits {bits} --q-group-size 64 "
+            f"--mlx-path {quote(folder)}"], folder
 
 
 ENGINE = Engine(

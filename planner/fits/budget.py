@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from .. import engines
 from ..core.constants import CPU_USABLE_FRACTION, HOST_OVERHEAD_BYTES
 from ..core.errors import UsageError
+from ..core.fmt import fmt_bytes
 from .machine import Device, apple_working_set_fraction
 from .memory import Settings
 
@@ -61,7 +62,7 @@ def device_budget(dev: Device, engine: str, utilization: float | None = None) ->
     if dev.free_bytes is not None and dev.free_bytes < cap:
         cap, src = dev.free_bytes, f"free memory seen at detection (< {frac:.4g} x memory)"
     if margin:
-        src += f" - {margin} B {engine} margin"
+        src += f" - {fmt_bytes(margin)} {engine} margin"  # units at the edge: "1.00 GiB", not 1073741824 B
     return Budget(dev.index, dev.name, dev.kind, dev.memory_bytes, frac, dev.free_bytes, margin, cap - margin, src)
 
 

@@ -17,7 +17,8 @@ One deployment on one machine gives one `Result` per requirement (docs/check.md)
                     roofline), with acceptance from the profile's measurement > the policy's
                     `acceptance` > catalog priors
   max_crossover_below  speculation still pays at the stated peak concurrency N: the roofline plan at
-                    1, 2, 4, ... N sequences has no crossover <= N (value: the crossover, or null)
+                    1, 2, 4, ... N sequences fits and has no crossover <= N (value: the crossover, or
+                    the first concurrency that does not fit, or null)
 A requirement that cannot apply (no draft: compatible, min_speedup) is a skipped result.
 """
 
@@ -141,6 +142,11 @@ def _crossover(a: Assessment) -> Result:
                           f"on '{sc.label}': {e}.", sc.origin, key="require.max_crossover_below") from e
     cross = load.crossover_batch(curve)
     shown = ", ".join(f"B={p.batch} {p.speedup:.2f}x (K={p.k}{'' if p.fits else ', does not fit'})" for p in curve)
+    full = next((p.batch for p in curve if not p.fits), None)
+    if full is not None and (cross is None or full < cross):  # a speed-up where it cannot run proves nothing
+        return Result(d.name, sc.label, MAX_CROSSOVER, FAIL, full, peak,
+                      f"the deployment does not fit at {full} concurrent sequence{'s' if full != 1 else ''} "
+                      f"(<= the peak {peak}), so speculation cannot pay there: {shown}")
     if cross is None:
         return Result(d.name, sc.label, MAX_CROSSOVER, PASS, None, peak,
                       f"speculation pays at every concurrency up to {peak}: {shown}")

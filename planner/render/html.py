@@ -27,7 +27,7 @@ from ..plan.scenario import Scenario
 from .blocks import section_blocks
 from .document import Block, Part, Plot, Section
 from .markdown import image_name, render_markdown
-from .plots import plots_for, require_matplotlib
+from .plots import plots_for
 from .section import build_section
 
 
@@ -105,10 +105,8 @@ def build(scenarios: Sequence[Scenario], *, plots: bool = True, judge: bool = Tr
     """Sections for each scenario, in order, plots drawn; `judge`: with the policy's requirement results.
 
     Raises:
-        PlannerError: a model cannot be read; UsageError: plots asked for without matplotlib.
+        PlannerError: a model cannot be read.
     """
-    if plots:
-        require_matplotlib()
     return [finish(build_section(sc, i, judge=judge), plots=plots) for i, sc in enumerate(scenarios, start=1)]
 
 

@@ -136,7 +136,14 @@ def table(rows: list[list[Any]], headers: list[str], *, shrink: tuple[int, ...] 
     kwargs.setdefault("disable_numparse", True)
     text = tabulate(rows, headers=headers, **kwargs)
     over = max((len(line) for line in text.splitlines()), default=0) - width()
-    if _wide or over <= 0 or not shrink:
+    if _wide or over <= 0:
+        return text
+    # First drop the 2 columns tabulate pads every header with (tabulate.MIN_PADDING): the 2-space column
+    # separator stays, so a table of 9 columns gains 18 without wrapping a cell (issue #31: COLUMNS=80)
+    kwargs["min_padding"] = 0
+    text = tabulate(rows, headers=headers, **kwargs)
+    over = max((len(line) for line in text.splitlines()), default=0) - width()
+    if over <= 0 or not shrink:
         return text
     natural = [max([len(str(h)) for h in headers[i:i + 1]] + [max((len(x) for x in str(r[i]).splitlines()),
                                                                     default=0) for r in rows])

@@ -58,16 +58,24 @@ def locate(ref: str, *, revision: str | None = None) -> Located:
                             f"name or Hugging Face id (org/name).{extra}", ref)
     try:
         snap, tensors, rev = hub.fetch_from_hub(ref, revision)
-    except OfflineError:
+    except OfflineError as e:
         fallback = _fallback(ref, revision)
         if fallback is None:
-            raise
+            raise OfflineError(f"{e}{_did_you_mean(ref)}") from e
         return fallback
+    except ModelNotFound as e:  # a Hub id typo (meta-llama/Llama-3.1-8B-Instruc): name the catalogued id
+        raise ModelNotFound(f"{e}{_did_you_mean(ref)}", e.path) from e
     loc = _from_dir(snap, ref, source="hub", read_weights=False)
     loc.tensors, loc.revision = tensors, rev
     if tensors is not None:
         loc.tensor_files = ["(Hub range reads)"]
     return loc
+
+
+def _did_you_mean(ref: str) -> str:
+    """' Did you mean: ID?' naming the bundled catalog's ids closest to `ref` (as the catalog spells them), else ''."""
+    ids = list(dict.fromkeys(e["id"] for e in map(catalog.find, catalog.suggestions(ref)) if e is not None))
+    return f" Did you mean: {', '.join(ids)}?" if ids else ""
 
 
 def _fallback(ref: str, revision: str | None) -> Located | None:
