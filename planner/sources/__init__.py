@@ -102,6 +102,8 @@ def spec_from_located(loc: Located) -> ModelSpec:
         stored = logical
         qc = text.get("quantization_config")
         scheme = quant.from_quantization_config(qc) if isinstance(qc, dict) else None
+        stored_only = quant.apply(arch.stored_tensors, scheme) if scheme is not None else arch.stored_tensors
+        stored_extra = sum(x.nbytes for x in stored_only)
         if scheme is not None:
             stored = quant.apply(logical, scheme)
             if mtp is not None and arch.mtp_tensors:

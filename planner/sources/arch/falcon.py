@@ -7,6 +7,12 @@ else 3 x hidden; dense_h_to_4h/dense_4h_to_h use ffn_hidden_size (default 4 x hi
 linears; new_decoder_architecture layers have ln_attn + ln_mlp (num_ln_in_parallel_attn 2), older
 ones input_layernorm (+ post_attention_layernorm unless parallel_attn). FalconConfig inherits
 tie_word_embeddings=True. ALiBi variants (`alibi`) cache the same K/V.
+
+TII's own checkpoints (configs without a `tie_word_embeddings` key) store `lm_head.weight` although the
+model is tied: falcon-180B-chat's model.safetensors.index.json (github Alikhan13r/falcon-180B-chat @
+b872674083, line 6) maps lm_head.weight, and its total_size 359,045,130,240 = 2 x (178,557,088,768 tied
+parameters + 65,024 x 14,848). No engine loads that copy (transformers ties it to word_embeddings;
+vLLM falcon.py skips lm_head.weight when tie_word_embeddings), so it is stored-only: checkpoint_bytes.
 """
 
 from __future__ import annotations
@@ -71,4 +77,9 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
     t.norm("transformer.ln_f", h, bias=True)
     if not args.tie_word_embeddings:
         t.add("lm_head.weight", (args.vocab_size, h), "lm_head")
-    return finish(args, t, layers, dtype_known=known)
+    stored = Tensors(dtype)
+    if args.tie_word_embeddings and "tie_word_embeddings" in args.defaults_used:
+        stored.add("lm_head.weight", (args.vocab_size, h), "lm_head")
+    notes = ["TII checkpoint (no tie_word_embeddings key): its stored lm_head copy counted in checkpoint_bytes, "
+             "not resident"] if stored.items else []
+    return finish(args, t, layers, dtype_known=known, notes=notes, stored_tensors=tuple(stored.items))
