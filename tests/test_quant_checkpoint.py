@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from planner.core import quant
+from planner.core import quant, quant_checkpoint
 from planner.core.spec import make_tensor
 from planner.sources import load_spec
 
@@ -29,7 +29,7 @@ def _ct(*groups: dict, ignore: list | None = None, fmt: str = "") -> dict:
 
 
 def _bytes(qc: dict, name: str, shape: tuple[int, ...], group: str = "attention", dtype: str = "BF16") -> int:
-    scheme = quant.from_quantization_config(qc)
+    scheme = quant_checkpoint.from_quantization_config(qc)
     assert scheme is not None
     return sum(t.nbytes for t in quant.apply([make_tensor(name, shape, dtype, group)], scheme))
 
@@ -120,5 +120,5 @@ def test_modelopt_mixed_precision_per_layer_with_per_expert_names():
 
 def test_unknown_group_scheme_is_not_modelled():
     g = {"targets": ["Linear"], "weights": {"num_bits": 3, "type": "int", "strategy": "group", "group_size": 64}}
-    assert quant.from_quantization_config(_ct(g, fmt="pack-quantized")) is None
-    assert quant.from_quantization_config({"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"}) is None
+    assert quant_checkpoint.from_quantization_config(_ct(g, fmt="pack-quantized")) is None
+    assert quant_checkpoint.from_quantization_config({"quant_method": "modelopt", "quant_algo": "W4A8_AWQ"}) is None

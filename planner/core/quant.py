@@ -90,44 +90,6 @@ def parse_scheme(name: str, *, group_size: int = 128) -> Scheme:
     raise UsageError(f"Cannot use weights dtype '{name}': unknown (expected one of {', '.join(SCHEMES)}).")
 
 
-def from_quantization_config(qc: dict) -> Scheme | None:
-    """Scheme of a pre-quantised checkpoint from config.json's `quantization_config` (None: unknown)."""
-    from . import quant_checkpoint  # its rules build on Scheme and Rule
-
-    method = str(qc.get("quant_method", "")).lower()
-    if method == "modelopt":
-        return quant_checkpoint.modelopt(qc)
-    names = qc.get("modules_to_not_convert") or qc.get("ignore") or []
-    skip = tuple(s for s in (names if isinstance(names, list) else []) if isinstance(s, str))  # hostile: -1, {}
-    if method == "fp8":
-        block = qc.get("weight_block_size")
-        if isinstance(block, list) and block and isinstance(block[0], int) and block[0] > 0:
-            return Scheme("fp8", "fp8", block[0], block_2d=True, skip=skip)
-        return Scheme("fp8", "fp8", skip=skip)
-    if method in ("gptq", "awq"):
-        bits = qc.get("bits", qc.get("w_bit", 4))
-        g = qc.get("group_size", qc.get("q_group_size", 128))
-        # group_size -1: one group over the whole input row (per-channel scales; AutoGPTQ QuantLinear)
-        g = 0 if isinstance(g, int) and g < 0 else g if isinstance(g, int) and g > 0 else 128
-        # GPTQ checkpoints (AutoGPTQ, GPTQModel, optimum) store g_idx for every layer, desc_act or not; AWQ does not
-        idx = method == "gptq"
-        if bits == 8:
-            return Scheme("int8", "int8", g or 128, keep_dtype="F16", skip=skip)
-        return Scheme("int4", "int4", g, keep_dtype="F16", skip=skip, g_idx=idx)
-    if method == "mxfp4":
-        return Scheme("mxfp4", "mxfp4", 32, skip=skip)
-    if method == "compressed-tensors":
-        return quant_checkpoint.compressed_tensors(qc)
-    if method == "bitsandbytes":
-        names = qc.get("llm_int8_skip_modules") or []
-        skip += tuple(s for s in (names if isinstance(names, list) else []) if isinstance(s, str))
-        if qc.get("load_in_4bit") or qc.get("_load_in_4bit"):
-            return Scheme("nf4", "nf4", 64, skip=skip, double_quant=qc.get("bnb_4bit_use_double_quant") is True)
-        if qc.get("load_in_8bit") or qc.get("_load_in_8bit"):
-            return Scheme("int8", "int8", skip=skip)
-    return None
-
-
 def _module(name: str) -> str:
     """The module a tensor belongs to: `x.q_proj.weight` -> `x.q_proj`; a fused expert tensor
     (`x.experts.gate_up_proj`, no `.weight`) is its own module."""

@@ -1,6 +1,7 @@
-"""Per-module quantisation rules of pre-quantised checkpoints: compressed-tensors and NVIDIA ModelOpt.
+"""A pre-quantised checkpoint's `quantization_config` -> the Scheme its writer used (quant.py applies it).
 
-Why its own module: these two formats do not quantise "every Linear alike". A compressed-tensors
+fp8 (DeepSeek block scales), GPTQ/AWQ, MXFP4 (gpt-oss) and bitsandbytes are one scheme for every
+quantisable matrix minus a skip list. Compressed-tensors and NVIDIA ModelOpt get per-module rules. Why: these two formats do not quantise "every Linear alike". A compressed-tensors
 checkpoint (llm-compressor) lists `config_groups`, each a weights scheme with its `targets`, and an
 `ignore` list (exact names or `re:` patterns); a ModelOpt export names one algorithm (NVFP4, FP8, ...)
 with `exclude_modules` wildcards, or MIXED_PRECISION with an algorithm per layer. Each becomes
@@ -33,6 +34,43 @@ from __future__ import annotations
 from typing import Any
 
 from .quant import Rule, Scheme
+
+
+def from_quantization_config(qc: dict) -> Scheme | None:
+    """Scheme of a pre-quantised checkpoint from config.json's `quantization_config` (None: unknown)."""
+    method = str(qc.get("quant_method", "")).lower()
+    if method == "modelopt":
+        return modelopt(qc)
+    names = qc.get("modules_to_not_convert") or qc.get("ignore") or []
+    skip = tuple(s for s in (names if isinstance(names, list) else []) if isinstance(s, str))  # hostile: -1, {}
+    if method == "fp8":
+        block = qc.get("weight_block_size")
+        if isinstance(block, list) and block and isinstance(block[0], int) and block[0] > 0:
+            return Scheme("fp8", "fp8", block[0], block_2d=True, skip=skip)
+        return Scheme("fp8", "fp8", skip=skip)
+    if method in ("gptq", "awq"):
+        bits = qc.get("bits", qc.get("w_bit", 4))
+        g = qc.get("group_size", qc.get("q_group_size", 128))
+        # group_size -1: one group over the whole input row (per-channel scales; AutoGPTQ QuantLinear)
+        g = 0 if isinstance(g, int) and g < 0 else g if isinstance(g, int) and g > 0 else 128
+        # GPTQ checkpoints (AutoGPTQ, GPTQModel, optimum) store g_idx for every layer, desc_act or not; AWQ does not
+        idx = method == "gptq"
+        if bits == 8:
+            return Scheme("int8", "int8", g or 128, keep_dtype="F16", skip=skip)
+        return Scheme("int4", "int4", g, keep_dtype="F16", skip=skip, g_idx=idx)
+    if method == "mxfp4":
+        return Scheme("mxfp4", "mxfp4", 32, skip=skip)
+    if method == "compressed-tensors":
+        return compressed_tensors(qc)
+    if method == "bitsandbytes":
+        names = qc.get("llm_int8_skip_modules") or []
+        skip += tuple(s for s in (names if isinstance(names, list) else []) if isinstance(s, str))
+        if qc.get("load_in_4bit") or qc.get("_load_in_4bit"):
+            return Scheme("nf4", "nf4", 64, skip=skip, double_quant=qc.get("bnb_4bit_use_double_quant") is True)
+        if qc.get("load_in_8bit") or qc.get("_load_in_8bit"):
+            return Scheme("int8", "int8", skip=skip)
+    return None
+
 
 _CT_FP4 = ("nvfp4-pack-quantized", "mxfp4-pack-quantized")
 _CT_NAIVE = ("float-quantized", "int-quantized", "naive-quantized")

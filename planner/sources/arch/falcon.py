@@ -18,6 +18,7 @@ vLLM falcon.py skips lm_head.weight when tie_word_embeddings), so it is stored-o
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from ...core.spec import LayerSpec
 from .base import ArchSpec, BaseArgs, Tensors, config_dtype, finish, require_positive
@@ -42,10 +43,32 @@ class Args(BaseArgs):
     num_ln_in_parallel_attn: int | None = None
     max_position_embeddings: int = 2048
     tie_word_embeddings: bool = True
+    # RWConfig spellings (from_dict maps them onto the names above)
+    n_layer: int | None = None
+    n_head: int | None = None
+    n_head_kv: int | None = None
 
     @property
     def intermediate_size(self) -> int:
         return self.ffn_hidden_size or 4 * self.hidden_size
+
+    @classmethod
+    def from_dict(cls, params: dict[str, Any], *, origin: str = "config.json", nested: bool = False) -> Args:
+        """FalconConfig's attribute_map names (n_layer, n_head) and TII's remote-code RWConfig spellings.
+
+        RWConfig (falcon-7b `RefinedWebModel`, falcon-40b `RefinedWeb`) writes n_layer / n_head /
+        n_head_kv; transformers' FalconConfig maps n_layer and n_head (attribute_map) and reads a
+        RefinedWeb config as new_decoder_architecture (convert: `model_type == "RefinedWeb"`), and
+        RefinedWebModel as multi-query with one input_layernorm.
+        """
+        p = dict(params)
+        for old, new in (("n_layer", "num_hidden_layers"), ("n_head", "num_attention_heads"),
+                         ("n_head_kv", "num_kv_heads")):
+            if old in p and new not in p:
+                p[new] = p[old]
+        if p.get("model_type") == "RefinedWeb":
+            p.setdefault("new_decoder_architecture", True)
+        return super().from_dict(p, origin=origin, nested=nested)
 
 
 def kv_heads(args: Args) -> int:
