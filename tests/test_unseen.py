@@ -62,7 +62,7 @@ def test_unseen_set_meets_the_issue_bar():
         kv = kv_per_token(s, VLLM)
         kv_exact += kv == t["kv_truth"] or (name, kv) in (("gemma-4-31B-it", 40960), ("starcoder2-7b", 0))
     assert kv_exact >= 0.9 * len(TRUTH)
-    assert within >= 0.9 * len(TRUTH)  # 30/33 (bench_unseen.py); the misses are in the report, not hidden
+    assert within >= 32  # 32/33 (bench_unseen.py, issue #30: >= 31); the miss is in the report, not hidden
 
 
 HELDOUT2 = Path(__file__).parents[1] / "benchmarks" / "data" / "heldout2"
@@ -108,6 +108,16 @@ def test_falcon_num_kv_heads_and_4h_mlp():
     s = spec("falcon-180B-chat")
     assert s.params_total == n * per_layer + v * h + 2 * h  # tied (FalconConfig inherits True)
     assert kv_per_token(s, VLLM) == n * 2 * 8 * 64 * 2 == truth("falcon-180B-chat")["kv_truth"]
+    # TII's shards also store the tied lm_head (index line 6): checkpoint = resident + one v x h matrix, exact
+    assert s.weights.resident_bytes == 2 * s.params_total
+    assert s.checkpoint_bytes == 2 * (s.params_total + v * h) == truth("falcon-180B-chat")["weights_truth"]
+
+
+def test_qwen3_5_text_resave_stores_no_mtp_layer():
+    # a top-level qwen3_5_moe_text config is transformers' re-save, which never loads mtp.* (so never saves it)
+    s = spec("Qwen3.5-25B-REAP-A3B-Coding")
+    assert s.mtp is None
+    assert s.checkpoint_bytes == s.weights.resident_bytes == truth("Qwen3.5-25B-REAP-A3B-Coding")["weights_truth"]
 
 
 def test_chatglm_multi_query_groups_and_padded_vocab():

@@ -36,6 +36,27 @@ class Scheme:
     double_quant: bool = False  # bitsandbytes bnb_4bit_use_double_quant: absmax itself 8-bit + nested fp32 scales
     pack_bits: int = 4  # compressed-tensors pack-quantized: bits per packed weight
     zero_point: bool = False  # compressed-tensors asymmetric: packed zero points are stored too
+    # per-module formats (quant_checkpoint.py): rules resolved by module name; keep_dtype "" keeps each
+    # unquantised tensor in the dtype it was given
+    rules: tuple[Rule, ...] = ()
+    substring_skip: bool = False  # ModelOpt: an exclude entry also matches as a substring (vLLM is_layer_excluded)
+    global_scale: bool = False  # fp4_packed: one fp32 global scale per module (NVFP4 tensor_group)
+    input_scale: bool = False  # a stored static activation scale per module
+    names: str = "ct"  # fp4_packed tensor names: "ct" (weight_packed...) or "modelopt" (weight, weight_scale_2)
+    strategy: str = "channel"  # scaled kind: tensor | channel | group | block
+    block: tuple[int, int] = (0, 0)  # scaled kind, strategy block: [rows, cols] per scale
+    scale_dtype: str = ""  # scaled kind: "" = the model's dtype (compressed-tensors initialize.py)
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One weights scheme and the modules it targets: "Linear" (every quantisable matrix), `re:` patterns
+    (compressed-tensors matches them with re.match on the module name), or module names (`exact`: the
+    ModelOpt MIXED_PRECISION per-layer list, where per-expert names stand for the fused expert tensors)."""
+
+    targets: tuple[str, ...]
+    scheme: Scheme
+    exact: bool = False
 
 
 SCHEMES = ("bf16", "fp16", "fp32", "fp8", "int8", "int4", "nf4", "mxfp4",
@@ -69,66 +90,67 @@ def parse_scheme(name: str, *, group_size: int = 128) -> Scheme:
     raise UsageError(f"Cannot use weights dtype '{name}': unknown (expected one of {', '.join(SCHEMES)}).")
 
 
-def from_quantization_config(qc: dict) -> Scheme | None:
-    """Scheme of a pre-quantised checkpoint from config.json's `quantization_config` (None: unknown)."""
-    method = str(qc.get("quant_method", "")).lower()
-    names = qc.get("modules_to_not_convert") or qc.get("ignore") or []
-    skip = tuple(s for s in (names if isinstance(names, list) else []) if isinstance(s, str))  # hostile: -1, {}
-    if method == "fp8":
-        block = qc.get("weight_block_size")
-        if isinstance(block, list) and block and isinstance(block[0], int) and block[0] > 0:
-            return Scheme("fp8", "fp8", block[0], block_2d=True, skip=skip)
-        return Scheme("fp8", "fp8", skip=skip)
-    if method in ("gptq", "awq"):
-        bits = qc.get("bits", qc.get("w_bit", 4))
-        g = qc.get("group_size", qc.get("q_group_size", 128))
-        # group_size -1: one group over the whole input row (per-channel scales; AutoGPTQ QuantLinear)
-        g = 0 if isinstance(g, int) and g < 0 else g if isinstance(g, int) and g > 0 else 128
-        # GPTQ checkpoints (AutoGPTQ, GPTQModel, optimum) store g_idx for every layer, desc_act or not; AWQ does not
-        idx = method == "gptq"
-        if bits == 8:
-            return Scheme("int8", "int8", g or 128, keep_dtype="F16", skip=skip)
-        return Scheme("int4", "int4", g, keep_dtype="F16", skip=skip, g_idx=idx)
-    if method == "mxfp4":
-        return Scheme("mxfp4", "mxfp4", 32, skip=skip)
-    if method == "compressed-tensors":
-        return _compressed_tensors(qc, skip)
-    if method == "bitsandbytes":
-        names = qc.get("llm_int8_skip_modules") or []
-        skip += tuple(s for s in (names if isinstance(names, list) else []) if isinstance(s, str))
-        if qc.get("load_in_4bit") or qc.get("_load_in_4bit"):
-            return Scheme("nf4", "nf4", 64, skip=skip, double_quant=qc.get("bnb_4bit_use_double_quant") is True)
-        if qc.get("load_in_8bit") or qc.get("_load_in_8bit"):
-            return Scheme("int8", "int8", skip=skip)
-    return None
+def _module(name: str) -> str:
+    """The module a tensor belongs to: `x.q_proj.weight` -> `x.q_proj`; a fused expert tensor
+    (`x.experts.gate_up_proj`, no `.weight`) is its own module."""
+    for suffix in (".weight", ".bias"):
+        if name.endswith(suffix):
+            return name[: -len(suffix)]
+    return name
 
 
-def _compressed_tensors(qc: dict, skip: tuple[str, ...]) -> Scheme | None:
-    """llm-compressor checkpoints: one weights scheme in config_groups (several: None, not modelled).
+def _skipped(name: str, patterns: Sequence[str], substring: bool = False) -> bool:
+    """Whether the tensor's module is left unquantised: `re:` patterns by re.match (compressed-tensors
+    utils/match.py _match_name), others as names or fnmatch wildcards; ModelOpt also by substring."""
+    module = _module(name)
+    for p in patterns:
+        if p.startswith("re:"):
+            try:
+                if re.match(p[3:], module):
+                    return True
+            except re.error:
+                continue
+        elif (fnmatch.fnmatch(module, p) or fnmatch.fnmatch(module, p + ".*") or module.endswith(p)
+              or (substring and p in module)):
+            return True
+    return False
 
-    pack-quantized int4/int8 (W4A16, W8A16): weight_packed int32 [out, in x bits / 32], weight_scale
-    [out, in / group] in the model's float type, weight_shape int64 [2], and weight_zero_point when
-    asymmetric (compressed_tensors PackedQuantizationCompressor); float-quantized fp8: weight e4m3 +
-    weight_scale per channel (fp32). `ignore` lists the modules left unquantised (lm_head)."""
-    groups = qc.get("config_groups")
-    weights = [g.get("weights") for g in groups.values() if isinstance(g, dict)] if isinstance(groups, dict) else []
-    if len(weights) != 1 or not isinstance(weights[0], dict):
+
+_EXPERT = re.compile(r"\.experts\.\d+\.(gate_proj|up_proj|w1|w3)$")
+_EXPERT_DOWN = re.compile(r"\.experts\.\d+\.(down_proj|w2)$")
+
+
+def _fused_name(module: str) -> str:
+    """A per-expert module name as the fused 3-D tensor it belongs to in the inventory."""
+    return _EXPERT_DOWN.sub(".experts.down_proj", _EXPERT.sub(".experts.gate_up_proj", module))
+
+
+def _targets(rule: Rule, module: str, t: TensorInfo) -> bool:
+    for target in rule.targets:
+        if target.startswith("re:"):
+            try:
+                if re.match(target[3:], module):
+                    return True
+            except re.error:
+                continue
+        elif (target == "Linear" or (target.endswith("MoE") and t.group == "experts") or module == target
+              or (not rule.exact and module.endswith("." + target))):
+            return True
+    return False
+
+
+def rule_for(t: TensorInfo, s: Scheme, exact_names: dict[int, frozenset[str]] | None = None) -> Scheme | None:
+    """The scheme that quantises tensor `t` under per-module scheme `s` (None: left as stored)."""
+    module = _module(t.name)
+    if _skipped(t.name, s.skip, s.substring_skip):
         return None
-    w = weights[0]
-    bits, kind, fmt = w.get("num_bits"), w.get("type", "int"), str(qc.get("format", ""))
-    g = w.get("group_size") if isinstance(w.get("group_size"), int) and w.get("group_size") > 0 else 0
-    if kind == "float" and bits == 8:
-        return Scheme("fp8", "fp8", skip=skip)
-    if kind == "int" and bits in (4, 8) and fmt == "pack-quantized":
-        return Scheme(f"ct-int{bits}", "ct_packed", g, skip=skip, pack_bits=bits,
-                      zero_point=w.get("symmetric") is False)
+    for i, rule in enumerate(s.rules):
+        if rule.exact and exact_names is not None:
+            if module in exact_names[i] and quantisable(t, rule.scheme):
+                return rule.scheme
+        elif _targets(rule, module, t) and quantisable(t, rule.scheme):
+            return rule.scheme
     return None
-
-
-def _skipped(name: str, patterns: Sequence[str]) -> bool:
-    module = name.rsplit(".", 1)[0]
-    return any(fnmatch.fnmatch(module, p) or fnmatch.fnmatch(module, p + ".*") or module.endswith(p)
-               for p in patterns)
 
 
 def quantisable(t: TensorInfo, scheme: Scheme) -> bool:
@@ -191,16 +213,68 @@ def quantise_tensor(t: TensorInfo, s: Scheme) -> list[TensorInfo]:
         blocks = ceil(d_in, 32)
         return [make_tensor(f"{base}_blocks", (*lead, d_out, blocks, 16), "U8", t.group),
                 make_tensor(f"{base}_scales", (*lead, d_out, blocks), "U8", t.group)]
+    if s.kind == "fp4_packed":
+        return _fp4_packed(t, s, base, lead, d_out, d_in)
+    if s.kind == "scaled":
+        return _scaled(t, s, base, lead, d_out, d_in)
     if s.kind == "ggml":
         return [make_tensor(t.name, t.shape, s.fmt, t.group)]
     raise UsageError(f"Cannot quantise with scheme '{s.name}'.")
 
 
+def _fp4_packed(t: TensorInfo, s: Scheme, base: str, lead: tuple[int, ...], d_out: int,
+                d_in: int) -> list[TensorInfo]:
+    """NVFP4 / MXFP4: two e2m1 weights per uint8 + one fp8 scale per group (+ fp32 global/input scales).
+
+    # bytes = out x in/2 + out x ceil(in/group) (+ 4 per global scale, + 4 per input scale)"""
+    ceil = -(-d_in // s.group_size)
+    mo = s.names == "modelopt"
+    out = [make_tensor(f"{base}.weight" if mo else f"{base}.weight_packed", (*lead, d_out, -(-d_in // 2)), "U8",
+                       t.group),
+           make_tensor(f"{base}.weight_scale", (*lead, d_out, ceil), "F8_E4M3", t.group)]
+    if s.global_scale:
+        out.append(make_tensor(f"{base}.weight_scale_2" if mo else f"{base}.weight_global_scale", (*lead, 1), "F32",
+                               t.group))
+    if s.input_scale:
+        out.append(make_tensor(f"{base}.input_scale" if mo else f"{base}.input_global_scale", (*lead, 1), "F32",
+                               t.group))
+    return out
+
+
+def _scaled(t: TensorInfo, s: Scheme, base: str, lead: tuple[int, ...], d_out: int, d_in: int) -> list[TensorInfo]:
+    """fp8 / int8 weights of the same shape + a scale shaped by the strategy (+ zero point, input scale)."""
+    sd = s.scale_dtype or t.dtype
+    if s.strategy == "tensor":
+        scale: tuple[int, ...] = (*lead, 1)
+    elif s.strategy == "group" and s.group_size:
+        scale = (*lead, d_out, -(-d_in // s.group_size))
+    elif s.strategy == "block" and all(s.block):
+        scale = (*lead, -(-d_out // s.block[0]), -(-d_in // s.block[1]))
+    else:
+        scale = (*lead, d_out, 1)
+    out = [make_tensor(f"{base}.weight", t.shape, s.fmt, t.group), make_tensor(f"{base}.weight_scale", scale, sd,
+                                                                                t.group)]
+    if s.zero_point:
+        out.append(make_tensor(f"{base}.weight_zero_point", scale, "I8", t.group))
+    if s.input_scale:
+        out.append(make_tensor(f"{base}.input_scale", (*lead, 1), sd, t.group))
+    return out
+
+
+def _exact_names(s: Scheme) -> dict[int, frozenset[str]]:
+    """MIXED_PRECISION per-layer names, per-expert names folded onto the fused expert tensors."""
+    return {i: frozenset(_fused_name(n) for n in r.targets) for i, r in enumerate(s.rules) if r.exact}
+
+
 def apply(tensors: Iterable[TensorInfo], s: Scheme) -> tuple[TensorInfo, ...]:
     """Inventory under scheme `s`: quantisable matrices converted, other float tensors in keep_dtype."""
     out: list[TensorInfo] = []
+    exact = _exact_names(s) if s.kind == "per_module" else None
     for t in tensors:
-        if s.kind == "float":
+        if s.kind == "per_module":
+            r = rule_for(t, s, exact)
+            out.extend(quantise_tensor(t, r) if r is not None else [t])
+        elif s.kind == "float":
             out.append(_as(t, s.fmt))
         elif s.kind == "ggml":
             out.append(_ggml(t, s.fmt))

@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from ..core import quant
+from ..core import quant, quant_checkpoint
 from ..core.errors import one_line
 from ..core.spec import ModelSpec, TensorInfo, WeightInventory
 from .arch import derive
@@ -101,7 +101,9 @@ def spec_from_located(loc: Located) -> ModelSpec:
     else:
         stored = logical
         qc = text.get("quantization_config")
-        scheme = quant.from_quantization_config(qc) if isinstance(qc, dict) else None
+        scheme = quant_checkpoint.from_quantization_config(qc) if isinstance(qc, dict) else None
+        stored_only = quant.apply(arch.stored_tensors, scheme) if scheme is not None else arch.stored_tensors
+        stored_extra = sum(x.nbytes for x in stored_only)
         if scheme is not None:
             stored = quant.apply(logical, scheme)
             if mtp is not None and arch.mtp_tensors:

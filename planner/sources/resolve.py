@@ -14,6 +14,7 @@ from ..core import paths
 from ..core.constants import is_offline
 from ..core.errors import ConfigError, HeaderError, ModelNotFound, OfflineError
 from ..core.jsonio import read_json_object
+from ..core.quant_checkpoint import from_hf_quant_config
 from . import catalog, hub, mistral_format
 from .gguf import locate_gguf
 from .located import Located
@@ -111,10 +112,23 @@ def _from_dir(d: Path, ref: str, *, source: str, partial_ok: bool = False, read_
     gen = d / "generation_config.json"
     if gen.is_file():
         loc.generation_config = read_json_object(gen, what="generation_config.json")
+    _modelopt_side_file(loc, d)
     loc.tokenizer_files = {n: d / n for n in TOKENIZER_FILES if (d / n).is_file()}
     if read_weights:
         _read_weights(loc, d, partial_ok)
     return loc
+
+
+def _modelopt_side_file(loc: Located, d: Path) -> None:
+    """A ModelOpt export may describe its quantisation only in hf_quant_config.json (vLLM reads that file:
+    modelopt.py get_config_filenames); it becomes the config's quantization_config unless one is there."""
+    side = d / "hf_quant_config.json"
+    if not side.is_file() or isinstance(loc.config.get("quantization_config"), dict):
+        return
+    qc = from_hf_quant_config(read_json_object(side, what="hf_quant_config.json"))
+    if qc is not None:
+        loc.config = {**loc.config, "quantization_config": qc}
+        loc.notes.append("quantisation read from hf_quant_config.json (ModelOpt export)")
 
 
 def read_config(path: Path) -> dict[str, Any]:

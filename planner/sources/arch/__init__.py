@@ -56,6 +56,10 @@ ARCHITECTURES: dict[str, str] = {
     "stablelm": "stablelm",
     "mamba": "mamba",
     "jamba": "jamba",
+    "cohere2": "cohere2",
+    "nemotron": "nemotron",
+    "gpt_neox": "gpt_neox",
+    "dbrx": "dbrx",
 }
 
 # model_types that reuse another module's description unchanged.
@@ -84,6 +88,8 @@ ALIASES: dict[str, str] = {
     "minicpm": "llama",  # MiniCPM: Llama's tensors; scale_emb / scale_depth are scalars
     "minicpmv": "llama",  # MiniCPM-V 2: the MiniCPM LLM at top level (SigLIP + resampler: towers.py)
     "ministral3": "mistral",  # Ministral 3 text tower (sliding_window null in the configs)
+    "RefinedWeb": "falcon",  # falcon-40b/180b's original remote-code config (RWConfig): falcon.py maps its keys
+    "RefinedWebModel": "falcon",  # falcon-7b's original remote-code config
 }
 
 # `architectures` classes whose layout differs from their model_type's (a draft head saying "llama").

@@ -158,6 +158,8 @@ class ArchSpec:
     mtp_tensors: tuple[TensorInfo, ...] = ()  # their tensors, so a quantization_config re-sizes them too
     read_keys: frozenset[str] = frozenset()  # config keys the architecture's Args read (confidence.py)
     guesses: tuple[str, ...] = ()  # what the module could not back (confidence "low" with these reasons)
+    # tensors the checkpoint stores that no engine loads (a tied lm_head copy): checkpoint_bytes only
+    stored_tensors: tuple[TensorInfo, ...] = ()
 
 
 def mtp_spec(t: Tensors, layers: int) -> MtpSpec | None:

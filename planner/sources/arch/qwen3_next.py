@@ -8,6 +8,7 @@ context. Qwen3.5 (`qwen3_5_moe_text`, `qwen3_5_text`) shares this layout.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any, ClassVar
 
 from ...core.spec import FULL, NONE, LayerSpec, MoESpec
 from .base import ArchSpec, Tensors, config_dtype, finish, mtp_spec, require_positive
@@ -40,6 +41,21 @@ class Args(DecoderArgs):
     mamba_ssm_dtype: str | None = None
     mtp_num_hidden_layers: int = 0
     mtp_use_dedicated_embeddings: bool = False
+    # set by from_dict: a text sub-config type (`qwen3_5_moe_text`) at the top level of config.json
+    resaved_text: ClassVar[bool] = False
+
+    @classmethod
+    def from_dict(cls, params: dict[str, Any], *, origin: str = "config.json", nested: bool = False) -> Args:
+        """As BaseArgs.from_dict, noting whether the file is a text sub-config saved on its own.
+
+        Qwen's releases nest the text tower (`qwen3_5_moe` + text_config); a config.json whose top-level
+        model_type is the `*_text` sub-config was written by transformers' save_pretrained from the text
+        class, and transformers' Qwen3.5 classes never load `mtp.*` (modeling_qwen3_5_moe.py @ 5fd974e,
+        `_keys_to_ignore_on_load_unexpected = [r"^mtp.*"]`), so such a checkpoint stores no MTP layer.
+        """
+        args = super().from_dict(params, origin=origin, nested=nested)
+        args.resaved_text = not nested and str(params.get("model_type") or "").endswith("_text")
+        return args
 
 
 def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
@@ -90,6 +106,10 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
                                     q_heads=args.linear_num_value_heads, **ffn))
         else:
             layers.append(LayerSpec(attention=FULL, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd, **ffn))
+    if args.resaved_text and args.mtp_num_hidden_layers:
+        note = (f"config.json is a top-level '{args.model_type}' (a transformers re-save of the text class, "
+                f"which drops mtp.* on load): its {args.mtp_num_hidden_layers} declared MTP layer(s) not stored")
+        return finish(args, t, layers, dtype_known=known, moe=moe, state_dtype=args.mamba_ssm_dtype, notes=[note])
     return finish(args, t, layers, dtype_known=known, moe=moe, state_dtype=args.mamba_ssm_dtype,
                   mtp=mtp_spec(mt := _mtp(args, dtype, moe, nkv, hd), args.mtp_num_hidden_layers),
                   mtp_tensors=tuple(mt.items))

@@ -1,0 +1,179 @@
+"""A pre-quantised checkpoint's `quantization_config` -> the Scheme its writer used (quant.py applies it).
+
+fp8 (DeepSeek block scales), GPTQ/AWQ, MXFP4 (gpt-oss) and bitsandbytes are one scheme for every
+quantisable matrix minus a skip list. Compressed-tensors and NVIDIA ModelOpt get per-module rules. Why: these two formats do not quantise "every Linear alike". A compressed-tensors
+checkpoint (llm-compressor) lists `config_groups`, each a weights scheme with its `targets`, and an
+`ignore` list (exact names or `re:` patterns); a ModelOpt export names one algorithm (NVFP4, FP8, ...)
+with `exclude_modules` wildcards, or MIXED_PRECISION with an algorithm per layer. Each becomes
+`quant.Rule`s (targets -> Scheme) that `quant.apply` resolves tensor by tensor, by module name.
+
+Byte rules (what each format writes per quantised Linear [out, in]), read from the writers:
+- compressed-tensors @ 52792be (neuralmagic/compressed-tensors):
+  pack-quantized int4/int8: weight_packed int32, weight_scale, weight_shape (pack_quantized.py);
+  nvfp4-pack-quantized / mxfp4-pack-quantized: weight_packed uint8 [out, in/2]
+  (quantized_compressors/fp4_quantized.py:63-80), weight_scale fp8-e4m3 [out, in/group]
+  (quantization/lifecycle/initialize.py:219-256: fp4 -> FP8_E4M3 scales), weight_global_scale fp32 [1]
+  for strategy tensor_group (initialize.py:187-195; input_global_scale too when input activations are
+  tensor_group, registered before the dynamic-local return);
+  float-quantized / int-quantized / naive-quantized: weight fp8-e4m3 / int8 same shape, weight_scale in the
+  model's dtype shaped by strategy (tensor [1], channel [out, 1], group [out, in/g], block
+  [out/b0, in/b1]; initialize.py:201-273), input_scale the same way when static input activations;
+  zero points are not saved for symmetric or packed schemes (compressors/quantized_compressors/base.py:128-161).
+- ModelOpt, as vLLM loads it (vllm model_executor/layers/quantization/modelopt.py @ c9a5990):
+  config.json `quantization_config` {quant_method: modelopt, quant_algo, ignore, group_size} or
+  hf_quant_config.json {quantization: {quant_algo, exclude_modules, group_size}} (from_config);
+  exclusion = exact, substring or fnmatch wildcard (is_layer_excluded); FP8: weight fp8-e4m3 + fp32
+  per-tensor weight_scale and input_scale (ModelOptFp8LinearMethod.create_weights);
+  FP8_PER_CHANNEL_PER_TOKEN: fp32 weight_scale [out], no input_scale; FP8_PB_WO: fp32 weight_scale
+  [out/128, 1, in/128, 1]; NVFP4: the compressed-tensors NVFP4 layout under ModelOpt's names
+  (weight uint8 [out, in/2], weight_scale fp8 [out, in/16], weight_scale_2 and input_scale fp32 scalars).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .quant import Rule, Scheme
+
+
+def from_quantization_config(qc: dict) -> Scheme | None:
+    """Scheme of a pre-quantised checkpoint from config.json's `quantization_config` (None: unknown)."""
+    method = str(qc.get("quant_method", "")).lower()
+    if method == "modelopt":
+        return modelopt(qc)
+    names = qc.get("modules_to_not_convert") or qc.get("ignore") or []
+    skip = tuple(s for s in (names if isinstance(names, list) else []) if isinstance(s, str))  # hostile: -1, {}
+    if method == "fp8":
+        block = qc.get("weight_block_size")
+        if isinstance(block, list) and block and isinstance(block[0], int) and block[0] > 0:
+            return Scheme("fp8", "fp8", block[0], block_2d=True, skip=skip)
+        return Scheme("fp8", "fp8", skip=skip)
+    if method in ("gptq", "awq"):
+        bits = qc.get("bits", qc.get("w_bit", 4))
+        g = qc.get("group_size", qc.get("q_group_size", 128))
+        # group_size -1: one group over the whole input row (per-channel scales; AutoGPTQ QuantLinear)
+        g = 0 if isinstance(g, int) and g < 0 else g if isinstance(g, int) and g > 0 else 128
+        # GPTQ checkpoints (AutoGPTQ, GPTQModel, optimum) store g_idx for every layer, desc_act or not; AWQ does not
+        idx = method == "gptq"
+        if bits == 8:
+            return Scheme("int8", "int8", g or 128, keep_dtype="F16", skip=skip)
+        return Scheme("int4", "int4", g, keep_dtype="F16", skip=skip, g_idx=idx)
+    if method == "mxfp4":
+        return Scheme("mxfp4", "mxfp4", 32, skip=skip)
+    if method == "compressed-tensors":
+        return compressed_tensors(qc)
+    if method == "bitsandbytes":
+        names = qc.get("llm_int8_skip_modules") or []
+        skip += tuple(s for s in (names if isinstance(names, list) else []) if isinstance(s, str))
+        if qc.get("load_in_4bit") or qc.get("_load_in_4bit"):
+            return Scheme("nf4", "nf4", 64, skip=skip, double_quant=qc.get("bnb_4bit_use_double_quant") is True)
+        if qc.get("load_in_8bit") or qc.get("_load_in_8bit"):
+            return Scheme("int8", "int8", skip=skip)
+    return None
+
+
+_CT_FP4 = ("nvfp4-pack-quantized", "mxfp4-pack-quantized")
+_CT_NAIVE = ("float-quantized", "int-quantized", "naive-quantized")
+
+
+def _names(value: Any) -> tuple[str, ...]:
+    """A list of module names / patterns, dropping anything that is not a string (hostile configs)."""
+    return tuple(s for s in value if isinstance(s, str)) if isinstance(value, list) else ()
+
+
+def _int(value: Any, default: int = 0) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else default
+
+
+def compressed_tensors(qc: dict) -> Scheme | None:
+    """llm-compressor `quantization_config` -> per-module rules (None: a group we cannot size)."""
+    groups = qc.get("config_groups")
+    if not isinstance(groups, dict) or not groups:
+        return None
+    top_fmt = str(qc.get("format") or "")
+    rules: list[Rule] = []
+    for g in groups.values():
+        if not isinstance(g, dict) or not isinstance(g.get("weights"), dict):
+            return None
+        scheme = _ct_weights(g["weights"], g.get("input_activations"), str(g.get("format") or top_fmt))
+        if scheme is None:
+            return None
+        rules.append(Rule(targets=_names(g.get("targets")) or ("Linear",), scheme=scheme))
+    # a module named or matched by pattern takes that group before a class target ("Linear"), as
+    # compressed-tensors resolves overlapping targets (utils/match.py: names and re: before classes)
+    rules.sort(key=lambda r: all(not t.startswith("re:") and "." not in t and t[:1].isupper() for t in r.targets))
+    name = "+".join(dict.fromkeys(r.scheme.name for r in rules))
+    return Scheme(name, "per_module", rules=tuple(rules), skip=_names(qc.get("ignore")), keep_dtype="")
+
+
+def _ct_weights(w: dict, acts: Any, fmt: str) -> Scheme | None:
+    """One config group's weights QuantizationArgs -> the Scheme its compressor writes."""
+    bits, kind = w.get("num_bits"), str(w.get("type") or "int")
+    strategy = str(w.get("strategy") or "tensor")
+    g = _int(w.get("group_size"))
+    static_in = isinstance(acts, dict) and acts.get("dynamic") is False
+    in_global = isinstance(acts, dict) and str(acts.get("strategy")) == "tensor_group" and acts.get("dynamic") is not True
+    if kind == "float" and bits == 4 and (fmt in _CT_FP4 or not fmt):
+        mx = fmt == "mxfp4-pack-quantized" or strategy == "group"
+        return Scheme("mxfp4" if mx else "nvfp4", "fp4_packed", g or (32 if mx else 16),
+                      global_scale=strategy == "tensor_group", input_scale=in_global)
+    if fmt == "pack-quantized" and kind == "int" and bits in (4, 8):
+        return Scheme(f"ct-int{bits}", "ct_packed", g if strategy == "group" else 0, pack_bits=bits,
+                      zero_point=w.get("symmetric") is False)
+    if bits == 8 and kind in ("float", "int") and (fmt in _CT_NAIVE or not fmt):
+        block = w.get("block_structure")
+        blk = tuple(_int(b) for b in block) if isinstance(block, list) and len(block) == 2 else (0, 0)
+        if strategy == "block" and not all(blk):
+            return None
+        return Scheme("fp8" if kind == "float" else "int8", "scaled", g, fmt="F8_E4M3" if kind == "float" else "I8",
+                      strategy=strategy, block=blk, input_scale=static_in,
+                      zero_point=kind == "int" and w.get("symmetric") is False)
+    return None
+
+
+def modelopt(qc: dict) -> Scheme | None:
+    """ModelOpt config (config.json's compressed-tensors-style dict, or hf_quant_config.json's
+    `quantization` object) -> per-module rules (None: an algorithm not sized here)."""
+    algo = str(qc.get("quant_algo") or "").upper()
+    skip = _names(qc.get("exclude_modules")) or _names(qc.get("ignore"))
+    group = _int(qc.get("group_size"), 16)
+    if algo == "MIXED_PRECISION":
+        layers = qc.get("quantized_layers")
+        if not isinstance(layers, dict) or not layers:
+            return None
+        by_algo: dict[str, list[str]] = {}
+        for name, spec in layers.items():
+            if isinstance(name, str) and isinstance(spec, dict):
+                by_algo.setdefault(str(spec.get("quant_algo") or "").upper(), []).append(name)
+        rules = []
+        for a, names in by_algo.items():
+            scheme = _modelopt_algo(a, group)
+            if scheme is None:
+                return None
+            rules.append(Rule(targets=tuple(names), scheme=scheme, exact=True))
+        return Scheme("modelopt-mixed", "per_module", rules=tuple(rules), skip=skip, keep_dtype="", substring_skip=True)
+    scheme = _modelopt_algo(algo, group)
+    if scheme is None:
+        return None
+    return Scheme(f"modelopt-{scheme.name}", "per_module", rules=(Rule(("Linear",), scheme),), skip=skip,
+                  keep_dtype="", substring_skip=True)
+
+
+def _modelopt_algo(algo: str, group: int) -> Scheme | None:
+    if algo == "NVFP4":
+        return Scheme("nvfp4", "fp4_packed", group, global_scale=True, input_scale=True, names="modelopt")
+    if algo == "FP8":
+        return Scheme("fp8", "scaled", fmt="F8_E4M3", strategy="tensor", input_scale=True, scale_dtype="F32")
+    if algo == "FP8_PER_CHANNEL_PER_TOKEN":
+        return Scheme("fp8", "scaled", fmt="F8_E4M3", strategy="channel", scale_dtype="F32")
+    if algo == "FP8_PB_WO":
+        return Scheme("fp8", "scaled", fmt="F8_E4M3", strategy="block", block=(128, 128), scale_dtype="F32")
+    return None
+
+
+def from_hf_quant_config(hq: dict) -> dict | None:
+    """hf_quant_config.json -> the `quantization_config` dict vLLM builds from it (None: not ModelOpt's)."""
+    q = hq.get("quantization")
+    if not isinstance(q, dict):
+        return None
+    return {**q, "quant_method": "modelopt"}
