@@ -195,3 +195,20 @@ def test_text_output_and_no_torch_import():
     r = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert "exit 0" in r.stdout and "torch loaded False" in r.stdout, r.stderr
     assert "decode tokens/s" in r.stdout and "measured" in r.stdout and "predicted" in r.stdout
+
+
+def test_check_policy_profile_from_a_live_server(capsys, tmp_path):
+    """planner.toml `profile = ...` written by bench --endpoint: check's acceptance is the measured one, named."""
+    from planner.plan.check import check
+    from planner.plan.policy import load_policy
+    prof = tmp_path / "measured.json"
+    with StandIn(alpha=0.6, k=4) as s:
+        code, _, err = _bench(capsys, s.url, "--save-profile", str(prof))
+    assert code == 0, err
+    p = tmp_path / "planner.toml"
+    p.write_text('[[deployment]]\nname = "chat"\ntarget = "qwen2.5-7b-instruct"\ndraft = "qwen2.5-0.5b-instruct"\n'
+                 'machine = "rtx-4090"\nengine = "llama.cpp"\nk = 4\nprofile = "measured.json"\n'
+                 '\n[deployment.require]\nmin_speedup = 0.1\n')
+    a = check(load_policy(p)).assessments[0]
+    assert a.speed.acceptance.alpha == pytest.approx(load_profile(prof).acceptance.alpha, abs=1e-9)
+    assert "measured.json" in a.speed.acceptance.source and "bench --endpoint" in a.speed.acceptance.source
