@@ -40,6 +40,7 @@ class StandIn:
     k: int = 4
     honour_n_max: bool = True  # llama: obey a per-request "speculative.n_max": 0
     speculate: bool = True  # False: a server launched without a draft
+    metrics: bool = False  # llama: started with --metrics (else /metrics answers 501, as llama-server does)
     ttft_s: float = 0.004
     max_requests: int = 64
     lifetime_s: float = 60.0
@@ -145,25 +146,31 @@ class StandIn:
         elif self.protocol == "vllm" and h.path == "/version":
             h._send(200, b'{"version": "0.0-standin"}')
         elif self.protocol == "vllm" and h.path == "/metrics":
-            h._send(200, self._metrics().encode(), "text/plain")
+            h._send(200, self._metrics("vllm:").encode(), "text/plain")
+        elif self.protocol == "llama" and h.path == "/metrics":
+            if self.metrics:
+                h._send(200, self._metrics("llamacpp:").encode(), "text/plain")
+            else:
+                h._send(501, b'{"error": "This server does not support metrics endpoint."}')
         else:
             h._send(404, b'{"error": "not found"}')
 
-    def _metrics(self) -> str:
-        """vLLM's names (vllm/v1/spec_decode/metrics.py): cumulative counters and the TTFT histogram."""
+    def _metrics(self, pre: str) -> str:
+        """vLLM's names (vllm/v1/spec_decode/metrics.py), or llama-server's under "llamacpp:"
+        (tools/server/server-task.cpp): cumulative counters and the TTFT histogram."""
         with self._lock:
             ps = list(self.produced)
             ttft_sum, ttft_n = self._ttft
             pp = dict(self._pp)
         lab = 'engine="0",model_name="standin-model"'
-        lines = ["# HELP vllm:spec_decode_num_drafts Number of spec decoding drafts.",
-                 "# TYPE vllm:spec_decode_num_drafts counter",
-                 f"vllm:spec_decode_num_drafts_total{{{lab}}} {float(sum(p.rounds for p in ps))}",
-                 f"vllm:spec_decode_num_draft_tokens_total{{{lab}}} {float(sum(p.drafted for p in ps))}",
-                 f"vllm:spec_decode_num_accepted_tokens_total{{{lab}}} {float(sum(p.accepted for p in ps))}",
-                 f"vllm:time_to_first_token_seconds_sum{{{lab}}} {ttft_sum}",
-                 f"vllm:time_to_first_token_seconds_count{{{lab}}} {float(ttft_n)}"]
+        lines = [f"# HELP {pre}spec_decode_num_drafts Number of spec decoding drafts.",
+                 f"# TYPE {pre}spec_decode_num_drafts counter",
+                 f"{pre}spec_decode_num_drafts_total{{{lab}}} {float(sum(p.rounds for p in ps))}",
+                 f"{pre}spec_decode_num_draft_tokens_total{{{lab}}} {float(sum(p.drafted for p in ps))}",
+                 f"{pre}spec_decode_num_accepted_tokens_total{{{lab}}} {float(sum(p.accepted for p in ps))}",
+                 f"{pre}time_to_first_token_seconds_sum{{{lab}}} {ttft_sum}",
+                 f"{pre}time_to_first_token_seconds_count{{{lab}}} {float(ttft_n)}"]
         for pos in range(self.k):  # accepted at position pos: rounds whose accepted run reached it
-            lines.append(f'vllm:spec_decode_num_accepted_tokens_per_pos_total{{{lab},position="{pos}"}} '
+            lines.append(f'{pre}spec_decode_num_accepted_tokens_per_pos_total{{{lab},position="{pos}"}} '
                          f'{float(pp.get(pos, 0))}')
         return "\n".join(lines) + "\n"

@@ -58,6 +58,19 @@ def test_llama_server_rate_acceptance_and_baseline(capsys):
     assert d["build"] == "b0000-standin" and d["k"] == 4 and d["engine"] == "llama.cpp"
 
 
+def test_llama_server_metrics_give_rounds_and_per_position(capsys):
+    """Started with --metrics, llama-server counts rounds: mean accepted per round is then counted, not
+    estimated from accepted / drafted x K."""
+    with StandIn(metrics=True, alpha=0.6, k=4) as s:
+        code, out, err = _bench(capsys, s.url)
+        ps = [p for p in s.produced[1:] if not p.baseline]
+    m = json.loads(out)["measured"]
+    assert code == 0, err
+    assert m["rounds"] == sum(p.rounds for p in ps)
+    assert m["mean_accepted_per_round"] == pytest.approx(sum(p.accepted for p in ps) / m["rounds"], abs=1e-3)
+    assert len(m["per_position"]) == 4 and "counted" in m["mean_accepted_per_round_from"]
+
+
 def test_llama_server_ignoring_n_max_gives_null_baseline_with_reason(capsys):
     with StandIn(honour_n_max=False) as s:
         code, out, err = _bench(capsys, s.url)

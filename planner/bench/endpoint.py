@@ -2,13 +2,16 @@
 
 Why its own module: the loop (which requests, how many at once, what is kept of each reply) is one
 idea, apart from the HTTP exchange (http_endpoint.py), the engines' field names (engine_counters.py)
-and the prediction it is compared with (commands/bench_endpoint.py). No torch: a live server does
+and the prediction it is compared with (commands/_bench_endpoint.py). No torch: a live server does
 the decoding.
 
 Per engine:
 * llama.cpp: POST /completion with `n_predict`, `ignore_eos` (every request decodes the same number
   of tokens) and `cache_prompt: false`; the reply's `timings` give decode tokens/s, prefill time
-  (time to first token, server side) and the draft counts. The baseline is the same request with
+  (time to first token, server side) and the draft counts. A server started with --metrics also
+  counts rounds and accepted drafts per position on /metrics (llamacpp:spec_decode_num_drafts_total,
+  ..._num_accepted_tokens_per_pos_total{position}: tools/server/server-task.cpp:1555-1565, 1598,
+  1606-1613 at 0c1e570), read before and after when it answers. The baseline is the same request with
   `"speculative.n_max": 0` where the server honours it; builds that compile the per-request
   speculative fields out (tools/server/server-schema.cpp:197-211 at 0c1e570: `#if 0`) still draft,
   which the reply's `draft_n` shows, and the baseline is then null with that reason
@@ -102,7 +105,7 @@ def run(ep: Endpoint, engine: str, requests: Sequence[Request], *, tokens: int, 
         raise EndpointError(f"Cannot bench '{ep.url}' with {len(requests)} requests (expected 1.."
                             f"{constants.ENDPOINT_MAX_REQUESTS}).")
     model = _model_name(ep, timeout_s) if engine != LLAMA else None
-    before = _metrics(ep, timeout_s) if engine != LLAMA else {}
+    before = _metrics(ep, timeout_s) if engine != LLAMA else _optional_metrics(ep, timeout_s)
     done: list[Sample] = []
 
     def one(r: Request) -> Sample:
@@ -118,7 +121,14 @@ def run(ep: Endpoint, engine: str, requests: Sequence[Request], *, tokens: int, 
         samples = tuple(pool.map(one, requests))
     wall = time.perf_counter() - start
     if engine == LLAMA:
-        return _summary(samples, wall)
+        m = _summary(samples, wall)
+        after = _optional_metrics(ep, timeout_s) if before is not None and not baseline else None
+        if after is None:
+            return m
+        d = ec.counters_delta(ec.spec_counters(before, "llamacpp:"), ec.spec_counters(after, "llamacpp:"))
+        if not d.drafts:
+            return m
+        return replace(m, rounds=d.drafts, per_position=tuple(a / d.drafts for a in d.accepted_per_pos))
     after = _metrics(ep, timeout_s)
     return _with_metrics(samples, wall, engine, before, after)
 
@@ -160,6 +170,14 @@ def _model_name(ep: Endpoint, timeout_s: float) -> str:
 def _metrics(ep: Endpoint, timeout_s: float) -> dict:
     raw = exchange(ep, "GET", "/metrics", timeout_s=timeout_s, max_bytes=constants.ENDPOINT_METRICS_MAX_BYTES)
     return ec.parse_metrics(raw.decode("utf-8", "replace"))
+
+
+def _optional_metrics(ep: Endpoint, timeout_s: float) -> dict | None:
+    """llama-server's /metrics when it was started with --metrics (else it answers 501: None)."""
+    try:
+        return _metrics(ep, timeout_s)
+    except EndpointError:
+        return None
 
 
 def _summary(samples: Sequence[Sample], wall_s: float) -> Measured:

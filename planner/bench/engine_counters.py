@@ -12,9 +12,12 @@ once, and parsing them is pure (testable without a server). Three sources:
   `vllm:spec_decode_num_drafts`, `..._num_draft_tokens`, `..._num_accepted_tokens` and
   `..._num_accepted_tokens_per_pos` with a `position` label (0-based, line 174); prometheus_client
   exposes a counter with the `_total` suffix. Per-position acceptance a_k = accepted_at_pos[k] / drafts.
+* llama-server's own /metrics when started with --metrics: the same counters under "llamacpp:"
+  (tools/server/server-task.cpp:1555-1565, the prefix at 1598, per position at 1606-1613, 0c1e570).
 * SGLang's gauges `sglang:spec_accept_length` and `sglang:spec_accept_rate`
-  (python/sglang/srt/metrics/collector.py, SchedulerMetricsCollector): the most recent batch's mean
-  accepted length and accepted/drafted, not cumulative counts, so a run's figure is the last batch's.
+  (python/sglang/srt/metrics/collector.py at 00ae9c1, SchedulerMetricsCollector: Gauge with
+  multiprocess_mode="mostrecent"): the most recent batch's mean accepted length and accepted/drafted,
+  not cumulative counts, so a run's figure is the last batch's.
 """
 
 from __future__ import annotations
@@ -127,20 +130,28 @@ def _last(samples: Mapping[tuple[str, tuple], float], name: str) -> float | None
 
 def vllm_counters(samples: Mapping[tuple[str, tuple], float]) -> SpecCounters:
     """vLLM's spec-decode counters (with or without the `_total` suffix)."""
+    return spec_counters(samples, "vllm:")
+
+
+def spec_counters(samples: Mapping[tuple[str, tuple], float], prefix: str) -> SpecCounters:
+    """The spec-decode counters vLLM ("vllm:") and llama-server ("llamacpp:", with --metrics) share:
+    spec_decode_num_drafts, _num_draft_tokens, _num_accepted_tokens, _num_accepted_tokens_per_pos{position}."""
 
     def get(name: str) -> float | None:
-        v = _sum(samples, name + "_total")
-        return v if v is not None else _sum(samples, name)
+        v = _sum(samples, prefix + name + "_total")
+        return v if v is not None else _sum(samples, prefix + name)
 
+    per_pos_names = (f"{prefix}spec_decode_num_accepted_tokens_per_pos_total",
+                     f"{prefix}spec_decode_num_accepted_tokens_per_pos")
     pos: dict[int, float] = {}
     for (n, labels), v in samples.items():
-        if n in ("vllm:spec_decode_num_accepted_tokens_per_pos_total", "vllm:spec_decode_num_accepted_tokens_per_pos"):
+        if n in per_pos_names:
             p = dict(labels).get("position", "")
             if p.isdigit() and int(p) < 256:
                 pos[int(p)] = pos.get(int(p), 0.0) + v
     per_pos = tuple(pos.get(i, 0.0) for i in range(max(pos) + 1)) if pos else ()
-    return SpecCounters(drafts=get("vllm:spec_decode_num_drafts"), drafted=get("vllm:spec_decode_num_draft_tokens"),
-                        accepted=get("vllm:spec_decode_num_accepted_tokens"), accepted_per_pos=per_pos)
+    return SpecCounters(drafts=get("spec_decode_num_drafts"), drafted=get("spec_decode_num_draft_tokens"),
+                        accepted=get("spec_decode_num_accepted_tokens"), accepted_per_pos=per_pos)
 
 
 def sglang_counters(samples: Mapping[tuple[str, tuple], float]) -> SpecCounters:

@@ -19,9 +19,9 @@ from ..probe.acceptance import Prompt, load_prompts
 from ..probe.device import cpu_threads, resolve_device
 from ..probe.settings import check_threads
 from ..probe.timing import sync as device_sync
+from ._bench_endpoint import LLAMA, bench_endpoint
 from ._common import app, emit, warn
 from ._options import JsonOpt, MachineOpt
-from .bench_endpoint import LLAMA, bench_endpoint
 
 KOpt = Annotated[str, typer.Option("--k", help="Tokens drafted per round, or 'auto' (chosen by the speed model "
                                                "from measured costs and an exploratory run).")]

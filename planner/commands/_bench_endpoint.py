@@ -22,6 +22,7 @@ from ..core import paths
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
 from ..core.errors import EndpointError, UsageError
 from ..core.fmt import tabulate
+from ..core.units import parse_tokens
 from ..drafting import DraftModel
 from ..fits.fit import default_layout
 from ..fits.machine_lookup import resolve_machine
@@ -76,7 +77,7 @@ def bench_endpoint(target: str, draft: str | None, *, endpoint: str, engine: str
     reqs = _requests(load_prompts(prompts), workload, requests, custom=prompts is not None)
     spec, dspec = load_spec(target), load_spec(draft)
     m = resolve_machine(machine or "auto")
-    ctx = int(context) if context else DEFAULT_CONTEXT
+    ctx = parse_tokens(context) if context else DEFAULT_CONTEXT
     pred, kk = _predict(spec, target, DraftModel(spec=dspec, ref=draft), m, eng, ctx, k, temperature)
     if k is None:
         warn(f"--k not given: comparing with the planner's best K = {kk}; pass the K the server drafts "
