@@ -19,8 +19,9 @@ from ..probe.acceptance import Prompt, load_prompts
 from ..probe.device import cpu_threads, resolve_device
 from ..probe.settings import check_threads
 from ..probe.timing import sync as device_sync
+from ._bench_endpoint import LLAMA, bench_endpoint
 from ._common import app, emit, warn
-from ._options import JsonOpt
+from ._options import JsonOpt, MachineOpt
 
 KOpt = Annotated[str, typer.Option("--k", help="Tokens drafted per round, or 'auto' (chosen by the speed model "
                                                "from measured costs and an exploratory run).")]
@@ -48,6 +49,24 @@ GenerateOpt = Annotated[bool, typer.Option("--generate", help="ngram / early_exi
 BENCH_METHODS = ("draft_model", "ngram", "early_exit")
 ThreadsOpt = Annotated[int | None, typer.Option("--threads", help="CPU threads for torch, 1..the CPU count "
                                                                   "(default: torch's; --clock thread: 1).")]
+EndpointOpt = Annotated[str | None, typer.Option("--endpoint", help="Measure a running server instead (http://HOST:PORT "
+                                                                    "of llama-server, vLLM or SGLang); no torch.")]
+BaselineEndpointOpt = Annotated[str | None, typer.Option(
+    "--baseline-endpoint", help="--endpoint: a second server of the same target without the draft (the baseline).")]
+EndpointEngineOpt = Annotated[str, typer.Option("--engine", help="--endpoint: llama.cpp | vllm | sglang.")]
+BenchWorkloadOpt = Annotated[str, typer.Option("--workload", help="--endpoint: bundled prompts of this kind: chat | "
+                                                                  "code | reasoning | prose | all.")]
+RequestsOpt = Annotated[int, typer.Option("--requests", help="--endpoint: requests to send (cycling the prompts).",
+                                          min=1, max=10_000)]
+ConcurrencyOpt = Annotated[int, typer.Option("--concurrency", help="--endpoint: requests in flight at once.", min=1,
+                                             max=256)]
+TimeoutOpt = Annotated[float, typer.Option("--timeout", help="--endpoint: seconds one request may take.", min=0.1,
+                                           max=3600)]
+BenchContextOpt = Annotated[str | None, typer.Option("--context", "-c", help="--endpoint: the server's context "
+                                                                             "(-c), for the prediction.")]
+SaveProfileOpt = Annotated[str | None, typer.Option("--save-profile", help="--endpoint: write what was measured as "
+                                                                           "a profile (recommend/check/report "
+                                                                           "--profile).")]
 
 
 @app.command()
@@ -68,6 +87,16 @@ def bench(
     dtype: DtypeOpt = "f32",
     clock: ClockOpt = "wall",
     threads: ThreadsOpt = None,
+    endpoint: EndpointOpt = None,
+    baseline_endpoint: BaselineEndpointOpt = None,
+    engine: EndpointEngineOpt = LLAMA,
+    workload: BenchWorkloadOpt = "chat",
+    requests: RequestsOpt = 8,
+    concurrency: ConcurrencyOpt = 1,
+    timeout: TimeoutOpt = 120.0,
+    machine: MachineOpt = None,
+    context: BenchContextOpt = None,
+    save_profile: SaveProfileOpt = None,
     as_json: JsonOpt = False,
 ) -> None:
     """Measure baseline and speculative tokens/s on the same prompts, acceptance in every convention,
@@ -82,8 +111,18 @@ def bench(
       planner bench .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --draft .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --json
       planner bench .cache/gguf/SmolLM2-135M-Instruct.Q4_1.gguf --method ngram --k 4 --generate
       planner bench .cache/gguf/gemma-3-270m-q4_k_m.gguf --method early_exit --exit-layer 6 --k 2
+      planner bench target.gguf --draft draft.gguf --endpoint http://127.0.0.1:8080 --k 4 --json
     """
     kk = _k(k)
+    if endpoint:
+        raise typer.Exit(bench_endpoint(target, draft, endpoint=endpoint, engine=engine, workload=workload,
+                                        prompts=prompts, requests=requests, concurrency=concurrency,
+                                        baseline_endpoint=baseline_endpoint, k=kk, tokens=tokens,
+                                        temperature=temperature, machine=machine, context=context,
+                                        timeout_s=timeout, save_to=save_profile, as_json=as_json))
+    if baseline_endpoint or save_profile:
+        raise UsageError("Cannot use --baseline-endpoint or --save-profile without --endpoint (they measure a "
+                         "running server). Pass --endpoint URL.")
     _check_method(method, draft, temperature)
     check_threads(threads)
     if clock == "thread" and threads not in (None, 1):

@@ -163,13 +163,13 @@ def recommend(
         prof = _profile(profile, spec, cands, m, ctx, max_k) if profile else _probe_now(spec, cands, ctx, max_k)
         _warn_backend(prof, eng, weights_dtype or spec.weights.dominant_dtype)
         roof = P.roofline_machine(m, layout, eng) if m.bandwidth_bytes_per_s else None
-        costs_for = P.profile_costs(prof, spec, roof)
+        costs_for = P.profile_costs(prof, spec, roof, origin=profile)
         k_cap = min(max_k, len(prof.target.verify_s) - 1)
         if prof.acceptance is not None and prof.draft is not None:
             a = prof.acceptance
             lo, hi = max(0.0, a.alpha - 2 * a.alpha_std), min(1.0, a.alpha + 2 * a.alpha_std)
             measured = {prof.draft.id: Acceptance(a.alpha, lo, hi, given=f"alpha = {a.alpha:.3f} (measured)",
-                                                  source=f"measured by probe ({a.prompts} prompts)")}
+                                                  source=P.profile_acceptance_source(a, profile))}
     ref = target if _is_path(target) else spec.id  # launch commands name the model, not our alias
     plan = dict(context=ctx, layout=layout, kv_dtypes=[kv_dtype] if kv_dtype else None, utilization=utilization,
                 weights_dtype=weights_dtype)

@@ -191,6 +191,13 @@ PROBE_WARMUP = 2
 PROFILE_MAX_BYTES = 4 * MiB
 PROBE_IMPORT_MAX_BYTES = 16 * MiB
 PROBE_PROMPTS_MAX_BYTES = 4 * MiB
+# `planner bench --endpoint`: every read from a serving engine is bounded in bytes and time. One
+# completion's JSON (timings, text of at most --tokens tokens) is kilobytes; a Prometheus /metrics page
+# of a busy vLLM is ~100 KiB; the caps leave an order of magnitude and refuse a server streaming forever.
+ENDPOINT_MAX_BYTES = 4 * MiB
+ENDPOINT_METRICS_MAX_BYTES = 8 * MiB
+ENDPOINT_CONNECT_TIMEOUT_S = 5.0
+ENDPOINT_MAX_REQUESTS = 10_000
 # Diagnosis thresholds (planner/speed/diagnosis.py). Verification slope s = (t_v(n)/t_v(1) - 1)/(n - 1):
 # 0 = batch-parallel (flat), 1 = n sequential single-token forwards (the quantised-Metal failure).
 VERIFY_SLOPE_WARN = 0.25

@@ -81,6 +81,10 @@ class OfflineError(PlannerError, ConnectionError):
     """The model is not cached or catalogued and the network is off or unreachable."""
 
 
+class EndpointError(PlannerError, ConnectionError):
+    """A serving engine's endpoint (`planner bench --endpoint`) is down, too slow, or answers something else."""
+
+
 class MachineError(PlannerError, ValueError):
     """A machine name, file or detection result the planner cannot use."""
 

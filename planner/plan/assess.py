@@ -82,22 +82,25 @@ class Assessment:
         return self.compat.fallback if self.compat is not None else None
 
 
-def measured_acceptance(profile: object | None, method: DraftingMethod) -> acc.Acceptance | None:
-    """A probe's measured alpha (+/- 2 std over prompts) when it measured this very draft."""
+def measured_acceptance(profile: object | None, method: DraftingMethod, origin: str | None = None
+                        ) -> acc.Acceptance | None:
+    """A probe's (or a live server's) measured alpha (+/- 2 std over prompts) when it measured this very
+    draft; `origin`, the profile's path, is named in the source."""
     a = getattr(profile, "acceptance", None)
     pd = getattr(profile, "draft", None)
     if a is None or pd is None or pd.id != method.label:
         return None
     lo, hi = max(0.0, a.alpha - 2 * a.alpha_std), min(1.0, a.alpha + 2 * a.alpha_std)
     return acc.Acceptance(a.alpha, lo, hi, given=f"alpha = {a.alpha:.3f} (measured)",
-                          source=f"measured by probe ({a.prompts} prompts)")
+                          source=plan.profile_acceptance_source(a, origin))
 
 
 def scenario_acceptance(sc: Scenario, compat: Compatibility) -> acc.Acceptance:
     """The scenario's acceptance: its profile's measurement > the policy's `acceptance` > the method's prior
     (capped by a vocabulary translation's published acceptance when the engine needs one)."""
     return plan.acceptance_for(sc.target, sc.method, given=sc.given_acceptance,
-                               measured=measured_acceptance(sc.profile, sc.method), tli=compat.tli_alpha)
+                               measured=measured_acceptance(sc.profile, sc.method, sc.profile_path),
+                               tli=compat.tli_alpha)
 
 
 def costs_for(sc: Scenario) -> tuple[Callable[[DraftingMethod, Settings], plan.Costs], int]:

@@ -183,7 +183,7 @@ def _profile_inputs(t: Target, m: Machine, o: Options, layout: fit.Layout, engin
         a = prof.acceptance
         lo, hi = max(0.0, a.alpha - 2 * a.alpha_std), min(1.0, a.alpha + 2 * a.alpha_std)
         measured = {prof.draft.id: acc.Acceptance(a.alpha, lo, hi, given=f"alpha = {a.alpha:.3f} (measured)",
-                                                  source=f"measured by probe ({a.prompts} prompts)")}
+                                                  source=P.profile_acceptance_source(a, None))}
     return P.profile_costs(prof, t.spec, roof), measured, min(o.max_k, prof.max_k), "profile (measured)"
 
 

@@ -431,14 +431,23 @@ def parse_acceptance(text: str) -> acc.Acceptance:
     return acc.acceptance((lo + hi) / 2, convention, k=k, low=lo, high=hi, source="given (--acceptance)")
 
 
-def profile_costs(profile: Any, target: ModelSpec, roof: roofline.Roof | None) -> Any:
+def profile_acceptance_source(a: Any, origin: str | None) -> str:
+    """Where a profile's acceptance came from, naming the file: `planner probe` (teacher-forced) or a live
+    server (`planner bench --endpoint`, whose MeasuredAcceptance.source says which)."""
+    how = a.source if a.source and a.source != "measured" else f"measured by probe ({a.prompts} prompts)"
+    return f"profile '{origin}': {how}" if origin else how
+
+
+def profile_costs(profile: Any, target: ModelSpec, roof: roofline.Roof | None, origin: str | None = None) -> Any:
     """Costs from a probe profile: measured t_v(n) and overhead; t_d measured for the profiled draft,
-    else the roofline t_d calibrated by measured / roofline t_v(1) (labelled)."""
+    else the roofline t_d calibrated by measured / roofline t_v(1) (labelled). `origin`: the profile's
+    path, named in the source when given."""
     verify = tuple(profile.target.verify_s)
+    named = f" from '{origin}'" if origin else ""
 
     def costs(method: DraftingMethod, s: Settings) -> Costs:
         if profile.draft is not None and profile.draft.id == method.label:
-            return Costs(verify, profile.draft.step_s, profile.overhead_s, "profile (measured)")
+            return Costs(verify, profile.draft.step_s, profile.overhead_s, f"profile (measured){named}")
         if roof is None:
             raise MachineError(f"Cannot cost draft '{method.label}': the profile measured "
                                f"'{getattr(profile.draft, 'id', None)}' and the machine has no bandwidth figure to "
@@ -446,5 +455,5 @@ def profile_costs(profile: Any, target: ModelSpec, roof: roofline.Roof | None) -
         scale = verify[0] / roofline.forward_cost(target, roof, n=1, context=s.context, settings=s).seconds
         t_d = method.step_s(roof, s) * scale
         return Costs(verify, t_d, profile.overhead_s,
-                     f"profile (measured target); draft step roofline x {scale:.2f} calibration")
+                     f"profile (measured target){named}; draft step roofline x {scale:.2f} calibration")
     return costs
