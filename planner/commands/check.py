@@ -17,7 +17,7 @@ from ..render import github as gh
 from ..render.check_values import format_value
 from ..render.junit import Case
 from ..render.junit import render as render_junit
-from ._common import app, emit, split_values
+from ._common import app, emit, say, split_values
 from ._options import ConfigOpt, DeploymentOpt, JsonOpt
 
 JunitOpt = Annotated[str | None, typer.Option("--junit", help="Also write JUnit XML here (one test case per "
@@ -110,7 +110,7 @@ def check(
     if as_json:
         emit(check_json(report))
     else:
-        typer.echo(check_table(report))
+        say(check_table(report))
     on_actions, summary_path = github_actions()
     if on_actions:
         github_output(report, policy.path, summary_path)

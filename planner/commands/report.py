@@ -17,7 +17,7 @@ from ..core.version import __version__
 from ..plan import scenario as C
 from ..plan.policy import Deployment, load_policy
 from ..render import html as R
-from ._common import app, engine_for, split_values
+from ._common import app, engine_for, say, split_values
 from ._machine_report import MachineReport, machine_report, read_list
 from ._options import (
     AcceptanceOpt,
@@ -205,6 +205,6 @@ def report(
                 f"labelled roofline are bounds from catalog figures, not measurements.")
     written = R.write(sections, out, title="spec-planner fit report", subtitle=subtitle, inputs=inputs)
     for s in sections:
-        typer.echo(_summary(s))
+        say(_summary(s))
     for p in written:
-        typer.echo(f"wrote {p}")
+        say(f"wrote {p}")
