@@ -16,7 +16,7 @@ from ..render import github as gh
 from ..render.check_values import format_value
 from ..render.junit import Case
 from ..render.junit import render as render_junit
-from ._common import app, emit, say, split_values
+from ._common import app, emit, say, split_values, warn
 from ._options import ConfigOpt, DeploymentOpt, JsonOpt
 
 JunitOpt = Annotated[str | None, typer.Option("--junit", help="Also write JUnit XML here (one test case per "
@@ -101,6 +101,9 @@ def check(
       planner check --machine h100-sxm --machine rtx-4090 --json
     """
     policy = load_policy(config)
+    if policy.found_above:  # the first line of the log says which file gates, before any result
+        warn(f"the policy that gates this run is '{policy.path}', found in a parent folder (the search stops at "
+             f"the repository root or the user's home); pass --config FILE to choose another.")
     report = C.check(policy, machines=split_values(machine), deployments=split_values(deployment))
     inputs = [policy.path, *(p for a in report.assessments for p in (a.scenario.profile_path, a.scenario.target_ref,
                                                                       a.scenario.draft_ref) if p)]
