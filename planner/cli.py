@@ -25,6 +25,7 @@ from .commands._common import app
 from .core.atomic import forget_inputs
 from .core.constants import is_debug
 from .core.errors import PlannerError, one_line
+from .core.errors import UsageError as PlannerUsage
 from .core.version import __version__
 
 __all__ = ["app", "main"]
@@ -110,6 +111,7 @@ def main(argv: list[str] | None = None) -> None:
     command = typer.main.get_command(app)  # a group (the root has a callback), with the completion options
     fastparse.install(command)  # plain option values without importing pydantic (start-up)
     try:
+        _refuse_repeats(command, args)
         rc = command(args=args, standalone_mode=False)
     except PlannerError as e:
         if is_debug():
@@ -132,6 +134,33 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo(f"error: {unexpected_line(e)}", err=True)
         sys.exit(2)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _refuse_repeats(command, args: list[str]) -> None:
+    """A one-value option given twice (`--machine A --machine B`) is refused, not silently the last one.
+
+    Why: click keeps the last value of a repeated single-value option; a script that appends flags
+    would then plan a machine nobody meant, and say nothing. Repeatable options (`multiple`) and
+    flags are left alone; what follows `--` is an argument.
+    """
+    cmd, i = command, 0
+    while i < len(args) and hasattr(cmd, "commands") and args[i] in cmd.commands:
+        cmd, i = cmd.commands[args[i]], i + 1
+    single = {}
+    for param in getattr(cmd, "params", ()):
+        if getattr(param, "param_type_name", "") == "option" and not (param.multiple or param.is_flag or param.count):
+            for name in (*param.opts, *param.secondary_opts):
+                single[name] = param.opts[0]
+    seen: dict[str, int] = {}
+    for tok in args[i:]:
+        if tok == "--":
+            break
+        name = single.get(tok.split("=", 1)[0] if tok.startswith("--") else tok)
+        if name is not None:
+            seen[name] = seen.get(name, 0) + 1
+            if seen[name] > 1:
+                raise PlannerUsage(f"Cannot give {name} more than once: it takes one value (the last would be "
+                                   f"used silently). Keep one {name}.")
 
 
 def usage_line(e: BaseException) -> str:
