@@ -90,6 +90,7 @@ def machine_report(r: MachineReport, *, out: str | None, plots: bool, as_json: b
     if out is None and not as_json:
         raise UsageError("Missing option '--out': write the report to FILE.html or FILE.md, or print it with --json.")
     machines = [get_machine(ref) for ref in (r.machines or ["auto"])]
+    machines = list({repr(m): m for m in machines}.values())  # two spellings of one machine: planned once
     opts = _options(r, machines)
     targets = _targets(r)
     per_machine = [(m, F.machine_rows(targets, m, opts, min_speedup=r.min_speedup)) for m in machines]

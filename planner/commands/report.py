@@ -153,7 +153,8 @@ def report(
       planner report --config planner.toml --out report.html
     """
     if target is None and config is None:
-        opts = MachineReport(machines=[*split_values(machine), *(read_list(fleet, what="--fleet") if fleet else [])],
+        opts = MachineReport(machines=list(dict.fromkeys([*split_values(machine),
+                                                           *(read_list(fleet, what="--fleet") if fleet else [])])),
                              targets=split_values(targets), catalog=catalog, context=context, batch=batch,
                              engine=engine, kv_dtype=kv_dtype, utilization=utilization, temperature=temperature,
                              max_k=max_k, acceptance=acceptance, profile=profile, min_speedup=min_speedup,
