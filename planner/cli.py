@@ -13,7 +13,10 @@ tokenizers, tabulate) are imported inside the functions that need them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
+import signal
 import sys
 from typing import Annotated
 
@@ -99,17 +102,47 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_print_ver
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point (`planner`, `spec-planner`): maps PlannerError to one stderr line and exit 2."""
+    """Console entry point (`planner`, `spec-planner`): maps PlannerError to one stderr line and exit 2.
+
+    Ctrl-C anywhere, start-up (imports, registering commands) included, ends quietly with 130.
+    """
+    try:
+        _main(argv)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def _completion_error() -> str | None:
+    """Why the shell-completion request in the environment cannot be answered, else None.
+
+    click reads `COMP_CWORD` with a bare int() (shell_completion.py BashComplete.get_completion_args),
+    so a non-numeric value from a broken rc file ended as a ValueError; it is one line here instead.
+    """
+    if not any(k.startswith("_") and k.endswith("_COMPLETE") for k in os.environ):
+        return None
+    cword = os.environ.get("COMP_CWORD")
+    if cword is not None and not (cword.isascii() and cword.isdigit() and len(cword) < 6):
+        return f"Cannot complete: COMP_CWORD is {one_line(cword)[:40]!r} (expected the index of the word, e.g. 2)."
+    return None
+
+
+def _main(argv: list[str] | None) -> None:
     usage_errors, aborts = _click_exceptions()
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] == ["--version"]:  # answered before any command module is imported
         typer.echo(_version_line())
         sys.exit(0)
     forget_inputs()  # a new run: only the files this run reads are protected from its outputs
+    bad_completion = _completion_error()
+    if bad_completion:
+        typer.echo(f"error: {bad_completion}", err=True)
+        sys.exit(2)
     _register(_modules_for(args))
     # Always a group: the root callback (_root) makes get_command build one even with one command module.
     command = typer.main.get_command(app)  # a group (the root has a callback), with the completion options
     fastparse.install(command)  # plain option values without importing pydantic (start-up)
+    with contextlib.suppress(ValueError):  # start-up is over: Ctrl-C is a KeyboardInterrupt again (exit 130)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
         _refuse_repeats(command, args)
         rc = command(args=args, standalone_mode=False)

@@ -156,7 +156,7 @@ def load_policy(path: str | Path | None = None) -> Policy:
 def _find(path: str | Path | None) -> Path:
     if path is not None:
         p = Path(path)
-        if not p.is_file():
+        if not paths.is_file(p):  # a 300-byte name is "not found", not an OSError
             raise ConfigError(f"Cannot read policy '{p}': file not found.", p)
         return p
     here = Path.cwd()
