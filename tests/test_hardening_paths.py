@@ -7,6 +7,7 @@ exit 2 with one line and the input byte for byte as it was.
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import shutil
 import threading
@@ -140,3 +141,23 @@ def test_concurrent_swaps_never_replace_the_policy(tmp_path):
         stop.set()
         t.join()
     assert policy.read_text() == SMALL
+
+
+def test_hf_cache_snapshot_links_outside_the_cache_are_not_followed(tmp_path, monkeypatch, capsys):
+    """Issue #34 class 8: a cached snapshot's config.json -> a file outside the cache was read and its value
+    echoed in the error. Now the link is named and not followed (the secret value never appears)."""
+    secret = tmp_path / "secret.json"
+    secret.write_text(json.dumps({"model_type": "TOPSECRET-VALUE-42"}))
+    cache = tmp_path / "hub"
+    commit = "a" * 40
+    snap = cache / "models--acme--leak" / "snapshots" / commit
+    snap.mkdir(parents=True)
+    (snap / "config.json").symlink_to(secret)
+    refs = cache / "models--acme--leak" / "refs"
+    refs.mkdir()
+    (refs / "main").write_text(commit)
+    monkeypatch.setenv("HF_HUB_CACHE", str(cache))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_CACHE", str(cache))
+    code, out, err = cli_run(["memory", "acme/leak"], capsys)
+    assert code == 2 and "links outside the Hugging Face cache" in err and "TOPSECRET" not in err + out, err

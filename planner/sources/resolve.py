@@ -14,7 +14,7 @@ from ..core import paths
 from ..core.constants import is_offline
 from ..core.errors import ConfigError, HeaderError, ModelNotFound, OfflineError
 from ..core.jsonio import read_json_object
-from . import catalog, hub, mistral_format
+from . import catalog, hub, hub_cache, mistral_format
 from .gguf import locate_gguf
 from .located import Located
 from .safetensors import read_dir_tensors, read_index
@@ -45,6 +45,7 @@ def locate(ref: str, *, revision: str | None = None) -> Located:
     if hub.looks_like_repo_id(ref):
         snap = hub.cached_snapshot(ref, revision)
         if snap is not None:
+            hub_cache.refuse_links_out(snap)  # a cache symlink to a file outside it is never read
             loc = _from_dir(snap, ref, source="hf-cache", partial_ok=True)
             loc.revision = revision or snap.name
             return loc
@@ -63,6 +64,7 @@ def locate(ref: str, *, revision: str | None = None) -> Located:
         if fallback is None:
             raise
         return fallback
+    hub_cache.refuse_links_out(snap)
     loc = _from_dir(snap, ref, source="hub", read_weights=False)
     loc.tensors, loc.revision = tensors, rev
     if tensors is not None:
@@ -76,6 +78,7 @@ def _fallback(ref: str, revision: str | None) -> Located | None:
     wanted = f"revision '{revision}'" if revision else "the latest revision"
     snap = hub.any_cached_snapshot(ref)
     if snap is not None:
+        hub_cache.refuse_links_out(snap)
         loc = _from_dir(snap, ref, source="hf-cache", partial_ok=True)
         loc.revision = snap.name
         loc.notes.append(f"{why}, so {wanted} of '{ref}' was not read: using the cached snapshot {snap.name[:12]} "
