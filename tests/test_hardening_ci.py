@@ -91,3 +91,14 @@ def test_every_sink_escape_keeps_ordinary_text():
     assert escape.no_commands("a::b\n c :: d") == "a::b\n c :: d"  # `::` inside a line is no command
     assert escape.no_commands("x\r::y", "&#58;") == "x\r&#58;:y"
     assert escape.md("K <= 8 & 1 | 2") == "K <= 8 & 1 | 2" and escape.md_cell("a|b") == "a\\|b"
+
+
+def test_every_face_prints_through_the_one_escaping_sink():
+    """Only commands/_common.py (say, warn, emit) and check's annotations call typer.echo in the command faces."""
+    offenders = []
+    for f in sorted((ROOT / "planner" / "commands").glob("*.py")):
+        for i, line in enumerate(f.read_text().splitlines(), 1):
+            progress = f.name == "probe.py" and "typer.echo(line, err=True)" in line  # '[ 40%  1.2 s] msg'
+            if "typer.echo(" in line and f.name != "_common.py" and "gh.annotation(" not in line and not progress:
+                offenders.append(f"{f.name}:{i}")
+    assert offenders == []
