@@ -9,6 +9,17 @@ Importing `planner` is cheap (no torch, no huggingface_hub). The Python entry po
 
 from __future__ import annotations
 
+import contextlib as _contextlib
+import os as _os
+import signal as _signal
+import sys as _sys
+
+if _os.path.basename(_sys.argv[0] if _sys.argv else "") in ("planner", "spec-planner"):
+    # The console script: Ctrl-C while the CLI is still importing ends quietly with 130, not a
+    # KeyboardInterrupt traceback (planner/cli.py restores the default handler once the command starts).
+    with _contextlib.suppress(ValueError):  # not the main thread: leave Python's handler
+        _signal.signal(_signal.SIGINT, lambda *_: _os._exit(130))
+
 from .core.errors import PlannerError
 from .core.version import __version__
 

@@ -13,7 +13,10 @@ tokenizers, tabulate) are imported inside the functions that need them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
+import os
+import signal
 import sys
 from typing import Annotated
 
@@ -25,6 +28,7 @@ from .commands._common import app
 from .core.atomic import forget_inputs
 from .core.constants import is_debug
 from .core.errors import PlannerError, one_line
+from .core.errors import UsageError as PlannerUsage
 from .core.version import __version__
 
 __all__ = ["app", "main"]
@@ -98,18 +102,49 @@ def _root(version: Annotated[bool, typer.Option("--version", callback=_print_ver
 
 
 def main(argv: list[str] | None = None) -> None:
-    """Console entry point (`planner`, `spec-planner`): maps PlannerError to one stderr line and exit 2."""
+    """Console entry point (`planner`, `spec-planner`): maps PlannerError to one stderr line and exit 2.
+
+    Ctrl-C anywhere, start-up (imports, registering commands) included, ends quietly with 130.
+    """
+    try:
+        _main(argv)
+    except KeyboardInterrupt:
+        sys.exit(130)
+
+
+def _completion_error() -> str | None:
+    """Why the shell-completion request in the environment cannot be answered, else None.
+
+    click reads `COMP_CWORD` with a bare int() (shell_completion.py BashComplete.get_completion_args),
+    so a non-numeric value from a broken rc file ended as a ValueError; it is one line here instead.
+    """
+    if not any(k.startswith("_") and k.endswith("_COMPLETE") for k in os.environ):
+        return None
+    cword = os.environ.get("COMP_CWORD")
+    if cword is not None and not (cword.isascii() and cword.isdigit() and len(cword) < 6):
+        return f"Cannot complete: COMP_CWORD is {one_line(cword)[:40]!r} (expected the index of the word, e.g. 2)."
+    return None
+
+
+def _main(argv: list[str] | None) -> None:
     usage_errors, aborts = _click_exceptions()
     args = sys.argv[1:] if argv is None else list(argv)
     if args[:1] == ["--version"]:  # answered before any command module is imported
         typer.echo(_version_line())
         sys.exit(0)
     forget_inputs()  # a new run: only the files this run reads are protected from its outputs
+    bad_completion = _completion_error()
+    if bad_completion:
+        typer.echo(f"error: {bad_completion}", err=True)
+        sys.exit(2)
     _register(_modules_for(args))
     # Always a group: the root callback (_root) makes get_command build one even with one command module.
     command = typer.main.get_command(app)  # a group (the root has a callback), with the completion options
     fastparse.install(command)  # plain option values without importing pydantic (start-up)
+    with contextlib.suppress(ValueError):  # start-up is over: Ctrl-C is a KeyboardInterrupt again (exit 130)
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     try:
+        _refuse_repeats(command, args)
         rc = command(args=args, standalone_mode=False)
     except PlannerError as e:
         if is_debug():
@@ -132,6 +167,33 @@ def main(argv: list[str] | None = None) -> None:
         typer.echo(f"error: {unexpected_line(e)}", err=True)
         sys.exit(2)
     sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _refuse_repeats(command, args: list[str]) -> None:
+    """A one-value option given twice (`--machine A --machine B`) is refused, not silently the last one.
+
+    Why: click keeps the last value of a repeated single-value option; a script that appends flags
+    would then plan a machine nobody meant, and say nothing. Repeatable options (`multiple`) and
+    flags are left alone; what follows `--` is an argument.
+    """
+    cmd, i = command, 0
+    while i < len(args) and hasattr(cmd, "commands") and args[i] in cmd.commands:
+        cmd, i = cmd.commands[args[i]], i + 1
+    single = {}
+    for param in getattr(cmd, "params", ()):
+        if getattr(param, "param_type_name", "") == "option" and not (param.multiple or param.is_flag or param.count):
+            for name in (*param.opts, *param.secondary_opts):
+                single[name] = param.opts[0]
+    seen: dict[str, int] = {}
+    for tok in args[i:]:
+        if tok == "--":
+            break
+        name = single.get(tok.split("=", 1)[0] if tok.startswith("--") else tok)
+        if name is not None:
+            seen[name] = seen.get(name, 0) + 1
+            if seen[name] > 1:
+                raise PlannerUsage(f"Cannot give {name} more than once: it takes one value (the last would be "
+                                   f"used silently). Keep one {name}.")
 
 
 def usage_line(e: BaseException) -> str:

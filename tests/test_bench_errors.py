@@ -123,7 +123,10 @@ def test_bench_bad_model_input(models, capsys, target, draft, expected):
 ])
 def test_bench_bad_flag(models, capsys, extra, expected):
     good = str(models["good"])
-    assert expected in one_error_line(capsys, ["bench", good, "--draft", good, *BENCH, *extra])
+    base = list(BENCH)
+    if extra[0] in base:  # a one-value option given twice is refused (#34): replace BENCH's own --k
+        del base[base.index(extra[0]):base.index(extra[0]) + 2]
+    assert expected in one_error_line(capsys, ["bench", good, "--draft", good, *base, *extra])
 
 
 @pytest.mark.parametrize("target, draft, real, expected", [

@@ -64,3 +64,47 @@ def test_a_deployment_without_engine_gets_each_machines_default(tmp_path, capsys
     _, out, _ = run(["check", "--config", str(policy(tmp_path, text)), "--json"], capsys)
     engines_by_machine = {d["machine"]: d["engine"] for d in json.loads(out)["deployments"]}
     assert engines_by_machine == {"h100-sxm": "vllm", "m3-max-36gb": "llama.cpp", "cpu-ryzen-9-7950x-64gb": "llama.cpp"}
+
+
+def test_a_parent_policy_is_named_on_the_first_line(tmp_path, capsys, monkeypatch):
+    """Issue #34 class 3: planner.toml three folders up, no .git between: it gates, and says so first."""
+    monkeypatch.setenv("HOME", "/nonexistent/home")  # not above tmp_path
+    p = policy(tmp_path, deployment(name="small", target="qwen2.5-0.5b-instruct", draft=None, machine="h100-sxm"))
+    deep = tmp_path / "a" / "b" / "c"
+    deep.mkdir(parents=True)
+    monkeypatch.chdir(deep)
+    code, _, err = run(["check"], capsys)
+    assert code == 0 and err.splitlines()[0].startswith(f"warning: the policy that gates this run is '{p}'")
+    monkeypatch.chdir(tmp_path)  # the policy of this folder: no warning
+    code, _, err = run(["check"], capsys)
+    assert code == 0 and err == ""
+
+
+def test_the_search_stops_at_the_users_home(tmp_path, capsys, monkeypatch):
+    home = tmp_path / "home"
+    work = home / "work" / "svc"
+    work.mkdir(parents=True)
+    policy(home, deployment(name="stray", target="qwen2.5-0.5b-instruct", draft=None, machine="h100-sxm"))
+    monkeypatch.setenv("HOME", str(home))
+    monkeypatch.chdir(work)
+    code, _, err = run(["check"], capsys)
+    assert code == 2 and "Cannot find a policy" in err  # ~/planner.toml gates nothing below it
+    monkeypatch.chdir(home)
+    assert run(["check"], capsys)[0] == 0  # run in the home itself, it is this folder's policy
+
+
+def test_a_parent_pyproject_counts_only_with_a_parsed_tool_planner_table(tmp_path, capsys, monkeypatch):
+    monkeypatch.setenv("HOME", "/nonexistent/home")  # not above tmp_path
+    (tmp_path / ".git").mkdir()
+    body = deployment(name="small", target="qwen2.5-0.5b-instruct", draft=None, machine="h100-sxm")
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n# see [tool.planner] in the docs\n"
+                                             "description = '[tool.planner]'\n")
+    deep = tmp_path / "svc"
+    deep.mkdir()
+    monkeypatch.chdir(deep)
+    code, _, err = run(["check"], capsys)
+    assert code == 2 and "Cannot find a policy" in err  # a comment or a string is not the table
+    (tmp_path / "pyproject.toml").write_text("[project]\nname = 'x'\n" + body.replace("[[deployment]]",
+                                                                                      "[[tool.planner.deployment]]"))
+    code, _, err = run(["check"], capsys)
+    assert code == 0 and "pyproject.toml" in err.splitlines()[0]

@@ -107,10 +107,10 @@ def test_interrupted_write_keeps_the_old_file(tmp_path, monkeypatch):
     f = tmp_path / "profile.json"
     f.write_text("old")
 
-    def killed(src, dst):
+    def killed(src, dst, **dir_fds):
         raise KeyboardInterrupt  # the process dies between writing the temp file and the rename
 
-    monkeypatch.setattr(os, "replace", killed)
+    monkeypatch.setattr(os, "rename", killed)  # atomic.py renames relative to the folder's handle (#34)
     with pytest.raises(KeyboardInterrupt):
         atomic_write(f, "new" * 1000)
     assert f.read_text() == "old" and sorted(p.name for p in tmp_path.iterdir()) == ["profile.json"]

@@ -350,6 +350,26 @@ def test_split_parts_are_read_together(tmp_path):
         read_gguf(renamed)
 
 
+def test_split_parts_share_one_tensor_cap(tmp_path, monkeypatch):
+    """Issue #34 class 5: the cap was per part, so 8 parts of 2^20 tensors each cost 3.7 GB before failing.
+    The same split read under a cap of 5 tensors in all, then of 4: the third part is refused."""
+    from planner.sources import gguf
+
+    kv = lm_kv("llama", layers=5, hidden=256, heads=4, kv_heads=2) + tok_kv("llama", TOKENS)
+    tensors = [(f"blk.{i}.attn_q.weight", "Q4_K", (256, 256)) for i in range(5)]
+    write_gguf(tmp_path / "m.gguf", kv=kv, tensors=tensors, split_max_tensors=2)  # parts of 2, 2, 1 tensors
+    first = tmp_path / "m-00001-of-00003.gguf"
+    monkeypatch.setattr(gguf, "GGUF_MAX_TENSORS", 5)
+    assert len(read_gguf(first).tensors) == 5
+    monkeypatch.setattr(gguf, "GGUF_MAX_TENSORS", 4)
+    with pytest.raises(HeaderError, match=r"m-00003-of-00003\.gguf.*tensor count"):
+        read_gguf(first)
+    monkeypatch.setattr(gguf, "GGUF_MAX_HEADER_BYTES", read_header(first).data_offset + 100)
+    monkeypatch.setattr(gguf, "GGUF_MAX_TENSORS", 5)
+    with pytest.raises(HeaderError, match=r"run past .* in all \(at .m-00002"):  # header bytes shared
+        read_gguf(first)
+
+
 # --- architecture keys -> layers, llama.cpp rules --------------------------------------------
 
 def spec_of(tmp_path, arch, kv, tensors=(), tokens=TOKENS, name="m.gguf"):

@@ -15,6 +15,7 @@ import typer
 from .. import engines
 from ..core.constants import JSON_SCHEMA_VERSION
 from ..core.errors import one_line
+from ..render.escape import no_commands
 
 # Plain click help (rich_markup_mode=None): examples in `\b` blocks stay one pasteable line each, and flags
 # carry no `<bool>` type labels (typer's rich panels reflow examples and label every option's type).
@@ -31,6 +32,16 @@ def emit(data: Any) -> None:
     if isinstance(data, dict):
         data = {"schema_version": JSON_SCHEMA_VERSION, **data}
     typer.echo(json.dumps(data, indent=2, sort_keys=False))
+
+
+def say(text: str, *, err: bool = False) -> None:
+    """Print command output (a table, a report, a note): no line of it can start a GitHub workflow command.
+
+    Why every face prints through here: names in tables come from policies and machine files, and a
+    runner runs any output line starting `::` (`::stop-commands::x` silences the gate's own annotations);
+    only `commands/check.py` writes annotations, with typer.echo, on purpose (render/escape.py).
+    """
+    typer.echo(no_commands(text), err=err)
 
 
 def warn(msg: str) -> None:

@@ -12,8 +12,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-import typer
-
 from .. import engines
 from ..core.errors import UsageError
 from ..core.units import parse_params, parse_tokens
@@ -24,7 +22,7 @@ from ..plan import recommend as P
 from ..render import fleet as R
 from ..render import html
 from ..speed.profile_file import load_profile
-from ._common import emit, warn
+from ._common import emit, say, warn
 
 read_list = F.read_list
 
@@ -79,7 +77,7 @@ def _options(r: MachineReport, machines: list[Any]) -> F.Options:
 
 
 def _echo(msg: str, as_json: bool) -> None:
-    typer.echo(msg, err=as_json)  # with --json, stdout holds only the JSON
+    say(msg, err=as_json)  # with --json, stdout holds only the JSON
 
 
 def machine_report(r: MachineReport, *, out: str | None, plots: bool, as_json: bool) -> None:
@@ -92,6 +90,7 @@ def machine_report(r: MachineReport, *, out: str | None, plots: bool, as_json: b
     if out is None and not as_json:
         raise UsageError("Missing option '--out': write the report to FILE.html or FILE.md, or print it with --json.")
     machines = [get_machine(ref) for ref in (r.machines or ["auto"])]
+    machines = list({repr(m): m for m in machines}.values())  # two spellings of one machine: planned once
     opts = _options(r, machines)
     targets = _targets(r)
     per_machine = [(m, F.machine_rows(targets, m, opts, min_speedup=r.min_speedup)) for m in machines]
@@ -116,7 +115,7 @@ def machine_report(r: MachineReport, *, out: str | None, plots: bool, as_json: b
         emit(R.report_json(per_machine, context=opts.context, batch=opts.batch))
     else:
         for m, rows in per_machine:
-            typer.echo(f"{m.name}: {_summary(rows)}")
+            say(f"{m.name}: {_summary(rows)}")
     for p in written:
         _echo(f"wrote {p}", as_json)
 

@@ -20,7 +20,7 @@ from ..probe.device import cpu_threads, resolve_device
 from ..probe.settings import check_threads
 from ..probe.timing import sync as device_sync
 from ._bench_endpoint import LLAMA, bench_endpoint
-from ._common import app, emit, warn
+from ._common import app, emit, say, warn
 from ._options import JsonOpt, MachineOpt
 
 KOpt = Annotated[str, typer.Option("--k", help="Tokens drafted per round, or 'auto' (chosen by the speed model "
@@ -145,7 +145,7 @@ def bench(
     if as_json:
         emit(result_json(res))
     else:
-        typer.echo(bench_text(res))
+        say(bench_text(res))
     ok = res.measured_speedup > 1.0 and res.greedy_identical is not False
     raise typer.Exit(0 if ok else 1)
 

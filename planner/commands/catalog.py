@@ -2,11 +2,9 @@
 
 from __future__ import annotations
 
-import typer
-
 from ..core.fmt import tabulate
 from ..sources import catalog
-from ._common import app, emit
+from ._common import app, emit, say
 from ._options import JsonOpt
 
 
@@ -24,5 +22,5 @@ def catalog_cmd(as_json: JsonOpt = False) -> None:
     if as_json:
         emit(rows)
         return
-    typer.echo(tabulate([[r["id"], ", ".join(r["aliases"]), r["family"]] for r in rows],
-                        headers=["id", "aliases", "family"]))
+    say(tabulate([[r["id"], ", ".join(r["aliases"]), r["family"]] for r in rows],
+         headers=["id", "aliases", "family"]))

@@ -6,9 +6,8 @@ from typing import Annotated, Any
 
 import typer
 
-from ..core.atomic import atomic_write
+from ..core.atomic import append_text, atomic_write
 from ..core.constants import github_actions
-from ..core.errors import UsageError
 from ..core.fmt import tabulate
 from ..plan import check as C
 from ..plan.check import FAIL, PASS, SKIP
@@ -17,7 +16,7 @@ from ..render import github as gh
 from ..render.check_values import format_value
 from ..render.junit import Case
 from ..render.junit import render as render_junit
-from ._common import app, emit, split_values
+from ._common import app, emit, say, split_values, warn
 from ._options import ConfigOpt, DeploymentOpt, JsonOpt
 
 JunitOpt = Annotated[str | None, typer.Option("--junit", help="Also write JUnit XML here (one test case per "
@@ -102,39 +101,41 @@ def check(
       planner check --machine h100-sxm --machine rtx-4090 --json
     """
     policy = load_policy(config)
+    if policy.found_above:  # the first line of the log says which file gates, before any result
+        warn(f"the policy that gates this run is '{policy.path}', found in a parent folder (the search stops at "
+             f"the repository root or the user's home); pass --config FILE to choose another.")
     report = C.check(policy, machines=split_values(machine), deployments=split_values(deployment))
+    inputs = [policy.path, *(p for a in report.assessments for p in (a.scenario.profile_path, a.scenario.target_ref,
+                                                                      a.scenario.draft_ref) if p)]
     if junit:
-        inputs = [policy.path, *(p for a in report.assessments for p in (a.scenario.profile_path, a.scenario.target_ref,
-                                                                          a.scenario.draft_ref) if p)]
         atomic_write(junit, render_junit(junit_cases(report), name=f"planner check ({policy.path})"), inputs=inputs)
+    on_actions, summary_path = github_actions()
+    if on_actions and summary_path:  # before anything is printed: a refused summary path is the only line
+        append_text(summary_path, step_summary(report, policy.path), inputs=inputs)
     if as_json:
         emit(check_json(report))
     else:
-        typer.echo(check_table(report))
-    on_actions, summary_path = github_actions()
+        say(check_table(report))
     if on_actions:
-        github_output(report, policy.path, summary_path)
+        annotations(report, policy.path)
     raise typer.Exit(0 if report.passed else 1)
 
 
-def github_output(report: Any, policy_path: str, summary_path: str | None) -> None:
+def annotations(report: Any, policy_path: str) -> None:
     """GITHUB_ACTIONS=true: an ::error per failed requirement and a ::warning per skipped one (stderr, so
-    --json stays clean; the runner reads both streams), and the results table appended to
-    $GITHUB_STEP_SUMMARY."""
+    --json stays clean; the runner reads both streams). The only output lines allowed to start `::`."""
     for r in report.results:
         if r.status in (FAIL, SKIP):
             typer.echo(gh.annotation("error" if r.status == FAIL else "warning", r.message or r.requirement,
                                      title=f"planner check: {r.deployment} on {r.machine}: {r.requirement}",
                                      file=policy_path), err=True)
-    if summary_path:
-        rows = [[r.deployment, r.machine, r.requirement, STATUS_TEXT[r.status], format_value(r.requirement, r.value),
-                 format_value(r.requirement, r.bound), r.message] for r in report.results]
-        verdict = (f"{'PASSED' if report.passed else 'FAILED'}: {report.count(PASS)} passed, {report.count(FAIL)} "
-                   f"failed, {report.count(SKIP)} skipped")
-        text = gh.summary(["deployment", "machine", "requirement", "result", "value", "required", "detail"], rows,
-                          verdict, f"planner check ({policy_path})")
-        try:
-            with open(summary_path, "a", encoding="utf-8") as fh:  # the runner's file: appended, as documented
-                fh.write(text)
-        except OSError as e:
-            raise UsageError(f"Cannot write the step summary '{summary_path}': {e.strerror or e}.") from e
+
+
+def step_summary(report: Any, policy_path: str) -> str:
+    """The results table for $GITHUB_STEP_SUMMARY (appended by the caller, as the runner documents)."""
+    rows = [[r.deployment, r.machine, r.requirement, STATUS_TEXT[r.status], format_value(r.requirement, r.value),
+             format_value(r.requirement, r.bound), r.message] for r in report.results]
+    verdict = (f"{'PASSED' if report.passed else 'FAILED'}: {report.count(PASS)} passed, {report.count(FAIL)} "
+               f"failed, {report.count(SKIP)} skipped")
+    return gh.summary(["deployment", "machine", "requirement", "result", "value", "required", "detail"], rows,
+                      verdict, f"planner check ({policy_path})")

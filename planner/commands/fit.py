@@ -24,7 +24,7 @@ from ..render import text as report
 from ..render import width
 from ..render.width import command_lines, python_lines, wrap
 from ..sources import catalog, load_spec
-from ._common import app, emit, engine_for, warn
+from ._common import app, emit, engine_for, say, warn
 from ._methods import load_method
 from ._options import (
     ContextOpt,
@@ -288,6 +288,6 @@ def fit(
     else:
         for w in warnings:
             warn(w)
-        typer.echo(fit_table(result, launch))
+        say(fit_table(result, launch))
     if not result.fits:
         raise typer.Exit(code=1)

@@ -12,7 +12,7 @@ from ..fits.machine_catalog import catalog_entries
 from ..fits.machine_detect import detect
 from ..fits.machine_lookup import get_machine
 from ..render import width
-from ._common import app, emit
+from ._common import app, emit, say
 from ._options import JsonOpt, WideOpt
 
 machines_app = typer.Typer(no_args_is_help=True, help="Machines: the bundled catalog and detection of this host.")
@@ -42,7 +42,7 @@ def list_cmd(as_json: JsonOpt = False, wide: WideOpt = False) -> None:
     rows = [[e["name"], e["kind"], f"{e['devices']} x {fmt_bytes(e['memory_bytes'])}",
              f"{e['bandwidth_bytes_per_s'] / 1e9:.0f}", _flops(e["peak_flops"]["bf16"]),
              _flops(e["peak_flops"]["fp16"]), e["display_name"]] for e in entries.values()]
-    typer.echo(width.table(rows, ["name", "kind", "memory", "GB/s", "bf16 TF", "fp16 TF", "machine"], shrink=(6,),
+    say(width.table(rows, ["name", "kind", "memory", "GB/s", "bf16 TF", "fp16 TF", "machine"], shrink=(6,),
                            floor=20))
 
 
@@ -72,7 +72,7 @@ def show_cmd(name: NameArg, as_json: JsonOpt = False) -> None:
     lines.append("peak dense FLOP/s: " + ", ".join(f"{k} {_flops(v)} T" for k, v in m.peak_flops.items()))
     lines += [f"source ({k}): {v}" for k, v in m.sources.items()]
     lines += [f"note: {n}" for n in m.notes]
-    typer.echo("\n".join(lines))
+    say("\n".join(lines))
 
 
 @machines_app.command("detect")
@@ -96,4 +96,4 @@ def detect_cmd(as_json: JsonOpt = False) -> None:
     if m.host_memory_bytes is not None and m.kind == "gpu":
         lines.append(f"  host RAM: {fmt_bytes(m.host_memory_bytes)}")
     lines += [f"  note: {n}" for n in m.notes]
-    typer.echo("\n".join(lines))
+    say("\n".join(lines))

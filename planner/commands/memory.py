@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import typer
-
 from ..core.constants import DEFAULT_CONTEXT
 from ..core.units import parse_bytes, parse_tokens
 from ..fits import memory as mem
@@ -14,7 +12,7 @@ from ..fits.machine_detect import host_kind
 from ..render import text as report
 from ..render import width
 from ..sources import load_spec
-from ._common import app, emit, engine_for, warn
+from ._common import app, emit, engine_for, say, warn
 from ._methods import load_method
 from ._options import (
     ContextOpt,
@@ -81,4 +79,4 @@ def memory(
         return
     for w in warnings:
         warn(w)
-    typer.echo(report.ledger_table(ledger))
+    say(report.ledger_table(ledger))

@@ -13,7 +13,7 @@ from ..render import width
 from ..render.width import wrap
 from ..sources import load_spec
 from ..sources.tokenizer import fingerprint_for
-from ._common import app, emit, warn
+from ._common import app, emit, say, warn
 from ._options import JsonOpt, ModelArg, RevisionOpt, WideOpt
 
 PairEngineOpt = Annotated[str | None, typer.Option(
@@ -56,7 +56,7 @@ def pair_cmd(
     else:
         for n in report.notes:
             warn(n)
-        typer.echo(render(report, names))
+        say(render(report, names))
     if report.incompatible(names):
         raise typer.Exit(code=1)
 

@@ -25,7 +25,7 @@ from ..probe.settings import ProbeSettings, check_threads
 from ..sources import load_spec
 from ..speed.profile import Profile
 from ..speed.profile_file import profile_json, save_profile
-from ._common import app, emit, warn
+from ._common import app, emit, say, warn
 from ._options import ContextOpt, DraftOpt, JsonOpt, RevisionOpt, TemperatureOpt
 
 TargetArg = Annotated[str | None, typer.Argument(
@@ -213,9 +213,9 @@ def probe_cmd(
     if as_json:
         emit(profile_json(prof))
         return
-    typer.echo(profile_table(prof))
+    say(profile_table(prof))
     if out is not None:
-        typer.echo(f"profile written to {out}")
+        say(f"profile written to {out}")
 
 
 def _measured(target: str, draft: str | None, *, revision: str | None, device: str, dtype: str | None, max_k: int,

@@ -31,7 +31,7 @@ from ..sources import load_spec
 from ..speed.acceptance import Acceptance
 from ..speed.adaptive import EVERY_ROUND, Adaptive
 from ..speed.profile_file import load_profile
-from ._common import app, emit, engine_for, warn
+from ._common import app, emit, engine_for, say, warn
 from ._methods import parse_methods, parse_workload
 from ._options import (
     AcceptanceOpt,
@@ -187,7 +187,7 @@ def recommend(
     else:
         for w in spec.warnings:
             warn(f"{spec.id}: {w}")
-        typer.echo(recommendation_text(rec, m.display_name if m.origin == "detected" else None, show_all))
+        say(recommendation_text(rec, m.display_name if m.origin == "detected" else None, show_all))
     raise typer.Exit(0 if rec.baseline_fits else 1)
 
 

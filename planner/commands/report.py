@@ -17,7 +17,7 @@ from ..core.version import __version__
 from ..plan import scenario as C
 from ..plan.policy import Deployment, load_policy
 from ..render import html as R
-from ._common import app, engine_for, split_values
+from ._common import app, engine_for, say, split_values
 from ._machine_report import MachineReport, machine_report, read_list
 from ._options import (
     AcceptanceOpt,
@@ -153,7 +153,8 @@ def report(
       planner report --config planner.toml --out report.html
     """
     if target is None and config is None:
-        opts = MachineReport(machines=[*split_values(machine), *(read_list(fleet, what="--fleet") if fleet else [])],
+        opts = MachineReport(machines=list(dict.fromkeys([*split_values(machine),
+                                                           *(read_list(fleet, what="--fleet") if fleet else [])])),
                              targets=split_values(targets), catalog=catalog, context=context, batch=batch,
                              engine=engine, kv_dtype=kv_dtype, utilization=utilization, temperature=temperature,
                              max_k=max_k, acceptance=acceptance, profile=profile, min_speedup=min_speedup,
@@ -205,6 +206,6 @@ def report(
                 f"labelled roofline are bounds from catalog figures, not measurements.")
     written = R.write(sections, out, title="spec-planner fit report", subtitle=subtitle, inputs=inputs)
     for s in sections:
-        typer.echo(_summary(s))
+        say(_summary(s))
     for p in written:
-        typer.echo(f"wrote {p}")
+        say(f"wrote {p}")

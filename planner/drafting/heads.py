@@ -34,7 +34,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from ..core.constants import catalog_dir
+from ..core.constants import MAX_CONTEXT, MAX_HIDDEN, MAX_VOCAB, catalog_dir
 from ..core.errors import ConfigError
 from ..core.jsonio import read_json_object
 from ..core.spec import FULL, LayerSpec, ModelSpec, TensorInfo, WeightInventory, make_tensor
@@ -118,6 +118,9 @@ def build(head_id: str, cfg: Mapping[str, Any], *, targets: Sequence[str] = (), 
     tensors = list(stored) if stored is not None else config_tensors(cfg, stores_embedding=stores_embedding)
     h, heads = _int(cfg, "hidden_size"), _int(cfg, "num_attention_heads")
     kv, hd = _int(cfg, "num_key_value_heads", heads), _int(cfg, "head_dim", h // heads)
+    if heads % kv:  # grouped-query attention: each KV head serves heads / kv query heads
+        raise ConfigError(f"Cannot size EAGLE-3 head: num_key_value_heads {kv} does not divide its {heads} attention heads.",
+                          "config.json", key="num_key_value_heads")
     resident = tuple(t for t in tensors if not t.name.endswith(EMBEDDING))
     params = sum(t.numel for t in resident if t.dtype not in ("I64", "BOOL"))
     inv = WeightInventory(tensors=resident, source=source, params_total=params, params_active=params,
@@ -126,7 +129,7 @@ def build(head_id: str, cfg: Mapping[str, Any], *, targets: Sequence[str] = (), 
                       ffn_width=_int(cfg, "intermediate_size"))
     vocab = _int(cfg, "vocab_size")
     dv = _int(cfg, "draft_vocab_size", vocab)
-    spec = ModelSpec(id=head_id, model_type="eagle3", architecture=str((cfg.get("architectures") or ["?"])[0]),
+    spec = ModelSpec(id=head_id, model_type="eagle3", architecture=_architecture(cfg),
                      source=source, layers=(layer,), hidden=h, intermediate=_int(cfg, "intermediate_size"),
                      vocab=dv, tied_embeddings=False,
                      max_context=_int(cfg, "max_position_embeddings", 2048), dtype=inv.dominant_dtype, weights=inv,
@@ -146,7 +149,10 @@ def from_dir(path: str | Path, *, targets: Sequence[str] = ()) -> Head:
     cfg = read_json_object(p / "config.json", what="EAGLE-3 head config")
     found = st.read_dir_tensors(p)
     stored = header_tensors(found[0]) if found else None
-    return build(p.name, cfg, targets=targets, stored=stored, reference=str(p))
+    try:
+        return build(p.name, cfg, targets=targets, stored=stored, reference=str(p))
+    except ConfigError as e:  # name the file the bad value is in
+        raise ConfigError(f"Cannot use EAGLE-3 head '{p / 'config.json'}': {e}", p / "config.json", key=e.key) from e
 
 
 # --- the catalog (catalogs/heads/*.json) ------------------------------------------------------------
@@ -194,14 +200,21 @@ def _entries(directory: str) -> tuple[HeadEntry, ...]:
         for i, it in enumerate(items):
             if not isinstance(it, dict):
                 raise ConfigError(f"Cannot read heads catalog '{f}': entry {i} is not an object.", f, key="heads")
+            if not isinstance(it.get("targets"), list) or not all(isinstance(t, str) for t in it["targets"]):
+                raise ConfigError(f"Cannot read heads catalog '{f}': entry {i}'s 'targets' is "
+                                  f"{it.get('targets')!r:.40} (expected a list of model ids).", f, key="targets")
             try:
-                entry = HeadEntry(id=str(it["id"]), targets=tuple(str(t) for t in it["targets"]),
+                entry = HeadEntry(id=str(it["id"]), targets=tuple(it["targets"]),
                                   config=dict(it["config"]), stores_embedding=bool(it["stores_embedding"]),
                                   source=str(it["source"]), notes=str(it.get("notes", "")))
             except (KeyError, TypeError, ValueError) as e:
                 raise ConfigError(f"Cannot read heads catalog '{f}': entry {i} lacks {e} (expected id, targets, "
                                   f"config, stores_embedding, source).", f, key=str(e)) from e
-            build(entry.id, entry.config)  # fail here, naming the file, not later in a plan
+            try:
+                build(entry.id, entry.config)  # fail here, naming the file, not later in a plan
+            except ConfigError as e:
+                raise ConfigError(f"Cannot read heads catalog '{f}': entry {i} ({entry.id:.80}): {e}", f,
+                                  key=e.key) from e
             out.append(entry)
     return tuple(out)
 
@@ -220,11 +233,29 @@ def _group(name: str) -> str:
     return "other"
 
 
+# What no EAGLE-3 head holds (a 10^15 hidden size would size exabytes, 10^12 positions overflow no cap)
+_CAPS = {"hidden_size": MAX_HIDDEN, "target_hidden_size": MAX_HIDDEN, "intermediate_size": MAX_HIDDEN,
+         "vocab_size": MAX_VOCAB, "draft_vocab_size": MAX_VOCAB, "max_position_embeddings": MAX_CONTEXT,
+         "num_attention_heads": 1 << 12, "num_key_value_heads": 1 << 12, "head_dim": 1 << 12}
+
+
 def _int(cfg: Mapping[str, Any], key: str, default: int | None = None) -> int:
     v = cfg.get(key, default)
     if v is None and default is not None:
         v = default
-    if isinstance(v, bool) or not isinstance(v, int) or v <= 0:
-        raise ConfigError(f"Cannot size EAGLE-3 head: config key '{key}' is {v!r} (expected a positive integer).",
-                          "config.json", key=key)
+    cap = _CAPS.get(key, MAX_HIDDEN)
+    if isinstance(v, bool) or not isinstance(v, int) or not 0 < v <= cap:
+        raise ConfigError(f"Cannot size EAGLE-3 head: config key '{key}' is {v!r:.40} (expected an integer in 1.."
+                          f"{cap}).", "config.json", key=key)
     return v
+
+
+def _architecture(cfg: Mapping[str, Any]) -> str:
+    """The first of `architectures` (a list of names), '?' when absent; anything else is refused."""
+    arch = cfg.get("architectures")
+    if arch is None or arch == []:
+        return "?"
+    if not isinstance(arch, list) or not all(isinstance(a, str) and a for a in arch):
+        raise ConfigError(f"Cannot read EAGLE-3 head config: 'architectures' is {arch!r:.40} (expected a list of "
+                          f"class names).", "config.json", key="architectures")
+    return arch[0]

@@ -246,7 +246,7 @@ class Engine:
     `recurrent_state_f32` keeps recurrent state in f32; `state_copies_per_spec_token` keeps one
     recurrent state per speculative position (vLLM); `min_logit_rows` is the sampler's row floor.
     Fit: `overhead_bytes` per device (GPU context), `gpu_utilization`, `device_margin_bytes`,
-    `tp_comm_bytes`, `tp_unsplit_groups`, `tp_main_device_only`, `host_input_embedding`,
+    `tp_comm_bytes`, `tp_unsplit_groups`, `tp_main_device_only`, `tp_splits_heads`, `host_input_embedding`,
     `tied_copy_on_last_stage`, `pp_vllm_stages` (vLLM's stage split), `default_split` ('tp',
     'pp' or 'single' over several devices), the suggestion ladders.
     Speed: `forward_overhead_s` = (per forward, per layer) seconds; `draft_forward_overhead_s` the same
@@ -286,6 +286,13 @@ class Engine:
     tp_comm_bytes: int = 0
     tp_unsplit_groups: frozenset[str] = field(default_factory=frozenset)
     tp_main_device_only: bool = False
+    # tensor parallelism divides attention heads among ranks, so tp must divide the query heads, and the KV
+    # heads (or be a multiple of them: replicas); vLLM: vllm/config/model.py
+    # ModelConfig.verify_with_parallel_config "Total number of attention heads ... must be divisible by tensor
+    # parallel size", vllm/model_executor/layers/linear.py QKVParallelLinear divide(kv_heads, tp) or
+    # divide(tp, kv_heads) (vllm-project/vllm@0052a5b8); SGLang's layers/linear.py is a copy. False where
+    # "tp" splits matrix rows by shares instead (llama.cpp --split-mode row, --tensor-split)
+    tp_splits_heads: bool = True
     host_input_embedding: bool = False
     tied_copy_on_last_stage: bool = False
     pp_vllm_stages: bool = False

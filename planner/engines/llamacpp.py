@@ -390,6 +390,7 @@ ENGINE = Engine(
     # row split (--split-mode row) splits only the layers' matrices, keeping the rest on the main GPU
     tp_unsplit_groups=frozenset({"embedding", "lm_head", "norm", "other", "vision"}),
     tp_main_device_only=True,
+    tp_splits_heads=False,  # row split divides rows by --tensor-split shares: no head count to divide
     # "there is very little benefit to offloading the input layer" (src/llama-model.cpp dev_input = cpu)
     host_input_embedding=True,
     tied_copy_on_last_stage=True,

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field, replace
 from .. import engines
 from ..core.constants import FIT_MAX_BATCH, MAX_CONTEXT
 from ..core.errors import UsageError
-from ..core.spec import ModelSpec
+from ..core.spec import MLA, ModelSpec
 from .budget import Budget, device_budget, overhead_for
 from .machine import Machine
 from .memory import Settings
@@ -123,6 +123,12 @@ def _check_layout(p: Problem) -> None:
         raise UsageError(f"Cannot put the draft on device {lay.draft_device}: expected 0..{n - 1}.")
     if lay.draft_device is not None and p.draft is None:
         raise UsageError("Cannot use --draft-device without --draft.")
+    if lay.tp > 1 and engines.get(p.settings.engine).tp_splits_heads:
+        for role, spec in (("target", p.target), ("draft", p.draft if lay.draft_device is None else None)):
+            why = heads_refuse_tp(spec, lay.tp, p.settings.engine) if spec is not None else None
+            if why:
+                raise UsageError(f"Cannot run the {role} with --tp {lay.tp} on {p.settings.engine}: {why}. Choose a "
+                                 f"--tp that divides them.")
     if lay.gpu_layers is not None or lay.cpu_moe_layers:
         if not engines.get(p.settings.engine).partial_offload or p.machine.kind == "cpu":
             raise UsageError(f"Cannot offload layers to host RAM with {p.settings.engine} on "
@@ -130,6 +136,30 @@ def _check_layout(p: Problem) -> None:
         gpu_decoder = p.target.n_layers - lay.first_gpu_layer(p.target.n_layers)
         if lay.gpu_layers is not None and gpu_decoder < lay.pp:
             raise UsageError(f"Cannot split {gpu_decoder} GPU layers (-ngl {lay.gpu_layers}) over {lay.pp} devices.")
+
+
+def heads_refuse_tp(spec: ModelSpec, tp: int, engine: str) -> str | None:
+    """Why tensor parallelism `tp` cannot shard this model's attention, else None.
+
+    The engine divides query heads among ranks (q_heads % tp == 0) and the KV heads too, replicating
+    them when there are fewer than ranks (kv_heads % tp == 0, or tp % kv_heads == 0); a latent MLA
+    cache is not split by head (engines/base.py `tp_splits_heads`, with vLLM's source).
+    """
+    latent = engines.get(engine).latent_mla
+    key = ("heads_refuse_tp", tp, latent)  # evaluate() runs many times per search: once per model and tp
+    if key not in spec.weights.memo:
+        spec.weights.memo[key] = _heads_refuse_tp(spec, tp, latent)
+    return spec.weights.memo[key]
+
+
+def _heads_refuse_tp(spec: ModelSpec, tp: int, latent: bool) -> str | None:
+    for layer in {(lay.q_heads, lay.kv_heads, lay.attention) for lay in spec.layers}:
+        q, kv, attention = layer
+        if q and q % tp:
+            return f"its {q} attention heads do not divide by {tp}"
+        if kv and not (attention == MLA and latent) and (kv % tp if kv >= tp else tp % kv):
+            return f"its {kv} KV heads neither divide by {tp} nor divide it"
+    return None
 
 
 def _place(p: Problem) -> tuple[_Placed, ...]:

@@ -72,6 +72,9 @@ def validate_entry(entry: Any, origin: str) -> dict[str, Any]:
             raise _bad(origin, f"'{key}' must be a non-empty string", "a string", entry[key])
     if entry["kind"] not in KINDS:
         raise _bad(origin, "'kind' is not a known kind", " | ".join(KINDS), entry["kind"])
+    if (entry["vendor"].strip().lower() == "apple") != (entry["kind"] == "apple"):  # Apple silicon is its own kind
+        raise _bad(origin, f"vendor '{entry['vendor']}' does not make a '{entry['kind']}' machine",
+                   "vendor apple with kind apple, another vendor with gpu or cpu", entry["vendor"])
     _int_field(entry, "memory_bytes", origin)
     _int_field(entry, "devices", origin, maximum=MAX_DEVICES)
     _int_field(entry, "bandwidth_bytes_per_s", origin)

@@ -11,12 +11,14 @@ function of this module, so tests fake the host by patching them.
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
 import os
 import platform
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -38,11 +40,16 @@ CPU_DEFAULT_GHZ = 3.0  # assumed clock when psutil cannot read one (containers o
 # Seams for tests: each probe of the host goes through one of these small functions.
 
 def _run(cmd: Sequence[str]) -> str | None:
-    """stdout of `cmd` (bounded), or None when it is missing, fails or times out."""
+    """stdout of `cmd` (bounded), or None when it is missing or fails.
+
+    A tool that does not finish within DETECT_TIMEOUT_S is killed with everything it started (its own
+    process group: a wrapper script's children too) and the detection fails with one line: a stuck
+    nvidia-smi must not turn a GPU host into "CPU only" without a word.
+    """
     if shutil.which(cmd[0]) is None:
         return None
     try:
-        proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, start_new_session=True)
     except (OSError, subprocess.SubprocessError):
         return None
     try:
@@ -53,10 +60,15 @@ def _run(cmd: Sequence[str]) -> str | None:
                                f"one short line per device). Run {cmd[0]} by hand to check the driver.")
         rc = proc.wait(timeout=max(0.1, DETECT_TIMEOUT_S))
     except subprocess.TimeoutExpired:
-        return None
+        with contextlib.suppress(OSError):  # the group outlives a leader whose children hold the pipe: no pid reuse
+            os.killpg(proc.pid, signal.SIGKILL)
+        raise MachineError(f"Cannot detect this machine: {cmd[0]} did not finish within {DETECT_TIMEOUT_S:g} s "
+                           f"(killed). Run {cmd[0]} by hand to check the driver, or name the machine with "
+                           f"--machine.") from None
     finally:
         if proc.poll() is None:
-            proc.kill()
+            with contextlib.suppress(OSError):
+                os.killpg(proc.pid, signal.SIGKILL)  # the tool and what it started
             proc.wait()
         proc.stdout.close()
     return out.decode("utf-8", "replace") if rc == 0 else None

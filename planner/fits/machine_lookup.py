@@ -52,6 +52,9 @@ def resolve_machine(ref: str | None, gpu_memory_bytes: int | None = None, gpus: 
     if ref is None and gpu_memory_bytes is not None:
         return custom_gpu(gpu_memory_bytes, gpus or 1)
     m = get_machine(ref or "auto")
+    if gpus is not None and m.kind != "gpu" and gpus != m.n_devices:  # a CPU or a Mac has no GPUs to count
+        raise MachineError(f"Cannot use --gpus {gpus} on '{m.display_name}': it is a {m.kind} machine with "
+                           f"{m.n_devices} device(s). Name a GPU machine (--machine) or drop --gpus.")
     if gpu_memory_bytes is not None or gpus is not None:
         m = with_overrides(m, memory_bytes=gpu_memory_bytes, n_devices=gpus)
     return m

@@ -26,7 +26,7 @@ from dataclasses import dataclass, replace
 from .. import engines
 from ..core.constants import CPU_USABLE_FRACTION
 from ..core.spec import ModelSpec
-from .fit import Layout, Problem, evaluate, fits, last_true, max_context
+from .fit import Layout, Problem, evaluate, fits, heads_refuse_tp, last_true, max_context
 from .memory import kv_format, kv_per_token
 from .split import host_kv, resident_tensors
 
@@ -149,10 +149,11 @@ def _layouts(p: Problem) -> list[Layout]:
     n = lay.n_devices
     if n == 1 or lay.draft_device is not None or e.default_split != "tp":
         return out  # llama.cpp splits by layers, MLX runs on one device
-    heads = {layer.q_heads for layer in p.target.layers if layer.q_heads}
     for tp in range(1, n + 1):
         pp = n // tp
-        if tp * pp != n or (tp, pp) == (lay.tp, lay.pp) or pp > p.target.n_layers or any(h % tp for h in heads):
+        if tp * pp != n or (tp, pp) == (lay.tp, lay.pp) or pp > p.target.n_layers:
+            continue
+        if tp > 1 and any(heads_refuse_tp(x, tp, p.settings.engine) for x in (p.target, p.draft) if x):  # the rule fit refuses with (fit.py)
             continue
         out.append(replace(lay, tp=tp, pp=pp))
     return out

@@ -13,7 +13,7 @@ from dataclasses import dataclass, replace
 from .. import engines
 from ..core.constants import FIT_MAX_GPUS
 from ..core.spec import ModelSpec
-from .fit import Problem, evaluate, headroom
+from .fit import Problem, evaluate, headroom, heads_refuse_tp
 from .machine import with_overrides
 from .memory import kv_format, kv_per_token
 from .split import resident_tensors
@@ -106,15 +106,14 @@ def _suggest_gpus(p: Problem) -> list[Suggestion]:
     if m.kind != "gpu" or lay.draft_device is not None:
         return []
     grow_pp = lay.pp > 1 and lay.tp == 1
-    heads = {layer.q_heads for layer in p.target.layers if layer.q_heads}
     for n in range(lay.n_devices + 1, FIT_MAX_GPUS + 1):
         if grow_pp:
             if n > p.target.n_layers:
                 break
             new = replace(lay, pp=n)
         else:
-            if n % lay.pp or any(h % (n // lay.pp) for h in heads):
-                continue  # tensor parallel must divide the attention heads (vLLM checks it)
+            if n % lay.pp or any(heads_refuse_tp(x, n // lay.pp, p.settings.engine) for x in (p.target, p.draft) if x):
+                continue  # tensor parallel must divide the attention and KV heads (the rule fit refuses with)
             new = replace(lay, tp=n // lay.pp)
         q = replace(p, machine=with_overrides(m, n_devices=max(n, m.n_devices)), layout=new)
         h = headroom(q)

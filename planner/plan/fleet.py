@@ -16,11 +16,15 @@ holds: no benchmark scores are bundled), then faster (predicted tokens/s of the 
 
 from __future__ import annotations
 
+import os
+import stat
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from .. import engines
+from ..core import paths
+from ..core.atomic import note_input
 from ..core.constants import DEFAULT_MAX_K, LIST_FILE_MAX_BYTES
 from ..core.errors import MachineError, UsageError
 from ..core.spec import ModelSpec
@@ -299,12 +303,17 @@ def read_list(path: str | Path, *, what: str) -> list[str]:
     Raises:
         UsageError: the file is missing, unreadable, not UTF-8, larger than LIST_FILE_MAX_BYTES or empty.
     """
-    p = Path(path).expanduser()
+    p = paths.expand(path)  # `~nosuchuser/x` stays literal: "not found", never a traceback
     try:
-        with open(p, "rb") as fh:
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO opens at once, and is refused below
+        with os.fdopen(fd, "rb") as fh:
+            if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
+                raise UsageError(f"Cannot read {what} file '{path}': it is not a regular file (a FIFO or device "
+                                 f"could block or never end; expected one reference a line).")
             data = fh.read(LIST_FILE_MAX_BYTES + 1)
     except OSError as e:
         raise UsageError(f"Cannot read {what} file '{path}': {e.strerror or e} (expected one reference a line).") from e
+    note_input(p)  # no output of this run may replace it (core/atomic.py)
     if len(data) > LIST_FILE_MAX_BYTES:
         raise UsageError(f"Cannot read {what} file '{path}': larger than {LIST_FILE_MAX_BYTES:,} B (expected one "
                          f"reference a line).")
@@ -312,19 +321,18 @@ def read_list(path: str | Path, *, what: str) -> list[str]:
         text = data.decode("utf-8")
     except UnicodeDecodeError as e:
         raise UsageError(f"Cannot read {what} file '{path}': not UTF-8 text (byte {e.start}).") from e
-    out = []
+    out: dict[str, None] = {}  # a repeated line is planned once (20,000 copies of one took past 90 s)
     for line in text.splitlines():
         ref = line.split("#", 1)[0].strip()
         if ref:
             beside = p.parent / ref
-            out.append(str(beside) if not Path(ref).is_absolute() and beside.exists() else ref)
+            out[str(beside) if not Path(ref).is_absolute() and paths.exists(beside) else ref] = None
     if not out:
         raise UsageError(f"Cannot read {what} file '{path}': it lists nothing (expected one reference a line).")
-    return out
+    return list(out)
 
 
 def is_list_file(ref: str) -> bool:
     """A --targets value that names a list file rather than a model: an existing file that is not a
     .gguf, a config.json or a .json (a model file or a machine description)."""
-    p = Path(ref).expanduser()
-    return p.is_file() and p.suffix.lower() not in (".gguf", ".json")
+    return paths.is_file(ref) and paths.expand(ref).suffix.lower() not in (".gguf", ".json")

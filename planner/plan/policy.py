@@ -26,8 +26,9 @@ are validated here, so a typo fails at load with the key named, not halfway thro
 from __future__ import annotations
 
 import difflib
+import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -115,11 +116,13 @@ class Deployment:
 class Policy:
     path: str
     deployments: tuple[Deployment, ...]
+    found_above: bool = False  # found in a parent folder, not named: the CLI's first line says which file gates
 
 
 def load_policy(path: str | Path | None = None) -> Policy:
     """Read planner.toml (or pyproject.toml's [tool.planner]); default: ./planner.toml, then ./pyproject.toml,
-    then the same in each parent folder up to the repository root (the first folder with a .git).
+    then the same in each parent folder up to the repository root (the first folder with a .git), never
+    the user's home or above it (a stray ~/planner.toml must not gate every job below it).
 
     Raises:
         ConfigError: missing file, invalid TOML, unknown key, wrong type or value; names file and key.
@@ -146,17 +149,21 @@ def load_policy(path: str | Path | None = None) -> Policy:
         if not isinstance(doc, dict):
             raise ConfigError(f"Cannot use '{p}': it has no [tool.planner] table. Add [[tool.planner.deployment]] "
                               f"entries or write a planner.toml.", p, key="tool.planner")
-    return parse_policy(doc, str(p))
+    policy = parse_policy(doc, str(p))
+    return replace(policy, found_above=path is None and p.parent != Path("."))
 
 
 def _find(path: str | Path | None) -> Path:
     if path is not None:
         p = Path(path)
-        if not p.is_file():
+        if not paths.is_file(p):  # a 300-byte name is "not found", not an OSError
             raise ConfigError(f"Cannot read policy '{p}': file not found.", p)
         return p
     here = Path.cwd()
+    home = _home()
     for d in (here, *here.parents):  # like ruff and pytest: this folder, then its parents
+        if d != here and home is not None and (d == home or home.is_relative_to(d)):
+            break  # the user's home and what is above it hold no repository's policy
         if (d / "planner.toml").is_file():
             return _shown(d / "planner.toml", here)
         pyproject = d / "pyproject.toml"
@@ -175,13 +182,28 @@ def _shown(p: Path, here: Path) -> Path:
     return p.relative_to(here) if p.parent == here else p
 
 
-def _has_planner_table(p: Path) -> bool:
-    """Whether a parent folder's pyproject.toml has a [tool.planner] table (a bounded text check)."""
+def _home() -> Path | None:
+    """The user's home as a real path, None when there is none (HOME unset, no passwd entry)."""
     try:
+        return Path(os.path.realpath(Path.home()))
+    except (RuntimeError, KeyError, OSError):
+        return None
+
+
+def _has_planner_table(p: Path) -> bool:
+    """Whether a parent folder's pyproject.toml parses as TOML with a [tool.planner] table (bounded read).
+
+    Why parse: a text match took a `# [tool.planner]` comment, or the words in a string, as a policy.
+    """
+    try:
+        if p.stat().st_size > JSON_MAX_BYTES:
+            return False
         with p.open("rb") as fh:
-            return b"[tool.planner" in fh.read(JSON_MAX_BYTES)
-    except OSError:
+            doc = tomllib.loads(fh.read(JSON_MAX_BYTES + 1).decode("utf-8"))
+    except (OSError, ValueError, RecursionError):  # unreadable, not UTF-8, not TOML: not this folder's policy
         return False
+    tool = doc.get("tool")
+    return isinstance(tool, dict) and isinstance(tool.get("planner"), dict)
 
 
 def parse_policy(doc: dict[str, Any], origin: str) -> Policy:

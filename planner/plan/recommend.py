@@ -402,6 +402,9 @@ def _choose(ranked: Sequence[Option], base_fits: bool, launch_in: engines.Launch
                   launch=engines.launch(engine, launch_in) if base_fits else {})
 
 
+ACCEPTANCE_MAX_K = 32  # the --max-k bound (commands/_options.py MaxKOpt)
+
+
 def parse_acceptance(text: str) -> acc.Acceptance:
     """--acceptance: `0.7` (alpha), `0.6-0.8` (interval), or `CONVENTION=VALUE[@K]`
     (greedy_match=0.8, accepted_per_drafted=0.72@5, tau=2.8@4).
@@ -419,6 +422,9 @@ def parse_acceptance(text: str) -> acc.Acceptance:
             k = int(ks)
         except ValueError as e:
             raise UsageError(f"Cannot use --acceptance '{text}': K after '@' must be an integer.") from e
+        if not 1 <= k <= ACCEPTANCE_MAX_K:  # a rate measured at K drafted tokens: K is a count, as --max-k
+            raise UsageError(f"Cannot use --acceptance '{text}': K after '@' must be 1 to {ACCEPTANCE_MAX_K} "
+                             f"(the tokens drafted per round when it was measured; got {k}).")
     try:
         if "-" in t[1:]:
             lo_s, hi_s = t.split("-", 1)

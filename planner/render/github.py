@@ -2,13 +2,17 @@
 
 Why its own module: the workflow-command syntax (docs.github.com, "Workflow commands for GitHub
 Actions": `::error file=F,title=T::MESSAGE`, data escaped %25 %0D %0A, properties also %3A %2C) and
-the Markdown of $GITHUB_STEP_SUMMARY are a format of their own, like JUnit XML (junit.py).
+the Markdown of $GITHUB_STEP_SUMMARY are a format of their own, like JUnit XML (junit.py). Every piece of
+text of the summary goes through render/escape.py (`md`, `md_cell`): a CR, a `<details>`, an `<img>` or a
+`[x](javascript:...)` in a deployment or machine name is text, never a row end, HTML or a link.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from typing import Any
+
+from .escape import md, md_cell
 
 
 def _data(text: str) -> str:
@@ -30,10 +34,6 @@ def annotation(level: str, message: str, *, title: str, file: str | None = None)
     return f"::{level} {','.join(props)}::{_data(message)}"
 
 
-def _cell(text: str) -> str:
-    return text.replace("|", "\\|").replace("\n", " ")
-
-
 def summary(headers: Sequence[str], rows: Iterable[Sequence[Any]], verdict: str, title: str) -> str:
     """A Markdown section for $GITHUB_STEP_SUMMARY: a heading, the verdict, one table row per result.
 
@@ -48,7 +48,7 @@ def summary(headers: Sequence[str], rows: Iterable[Sequence[Any]], verdict: str,
         | x\\|y | 1 |
         <BLANKLINE>
     """
-    lines = [f"### {title}", "", f"**{verdict}**", "", "| " + " | ".join(headers) + " |",
+    lines = [f"### {md(title)}", "", f"**{md(verdict)}**", "", "| " + " | ".join(md_cell(h) for h in headers) + " |",
              "|" + "---|" * len(headers)]
-    lines += ["| " + " | ".join(_cell(str(c)) for c in row) + " |" for row in rows]
+    lines += ["| " + " | ".join(md_cell(str(c)) for c in row) + " |" for row in rows]
     return "\n".join(lines) + "\n"

@@ -26,6 +26,7 @@ from ..core.errors import UsageError
 from ..plan.scenario import Scenario
 from .blocks import section_blocks
 from .document import Block, Part, Plot, Section
+from .escape import no_commands
 from .markdown import image_name, render_markdown
 from .plots import plots_for
 from .section import build_section
@@ -98,7 +99,7 @@ def render_html(sections: Sequence[Section | Part], *, title: str, subtitle: str
         parts += [_html_block(b, plots) for b in s.blocks]
         parts.append("</section>")
     parts.append("</body></html>")
-    return "\n".join(parts) + "\n"
+    return no_commands("\n".join(parts) + "\n", "&#58;")  # a <pre> line from a name never starts `::`
 
 
 def build(scenarios: Sequence[Scenario], *, plots: bool = True, judge: bool = True) -> list[Section]:

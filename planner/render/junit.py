@@ -11,6 +11,8 @@ import xml.etree.ElementTree as ET
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .escape import no_commands
+
 
 @dataclass(frozen=True)
 class Case:
@@ -56,4 +58,6 @@ def render(cases: Sequence[Case], *, name: str = "planner check") -> str:
         suite.set("failures", str(sum(tc.find("failure") is not None for tc in cs)))
         suite.set("skipped", str(sum(tc.find("skipped") is not None for tc in cs)))
     ET.indent(root)
-    return '<?xml version="1.0" encoding="utf-8"?>\n' + ET.tostring(root, encoding="unicode") + "\n"
+    # A message's own lines sit in text nodes: none may start `::` should the file be printed in CI.
+    xml = no_commands(ET.tostring(root, encoding="unicode"), "&#58;")
+    return '<?xml version="1.0" encoding="utf-8"?>\n' + xml + "\n"

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import dtypes
-from ..core.constants import GGUF_MAX_SPLITS
+from ..core.constants import GGUF_MAX_HEADER_BYTES, GGUF_MAX_SPLITS, GGUF_MAX_TENSORS
 from ..core.errors import ConfigError, HeaderError, ModelNotFound, one_line
 from ..core.spec import ModelSpec, MtpSpec, TensorInfo, WeightInventory
 from .gguf_arch import derive
@@ -63,11 +63,24 @@ def read_gguf(path: str | Path) -> GGUFHeader:
                           f"Rename the parts as llama-gguf-split wrote them.", p)
     paths = [p.with_name(split_path(m.group("prefix"), i + 1, count)) for i in range(count)]
     headers = []
+    # One budget for all parts (a part may not claim the whole cap again: 8 parts of 2^20 tensors each
+    # cost 3.7 GB): what the part already read used, the others get what is left.
+    tensors_left = GGUF_MAX_TENSORS - len(head.tensors)
+    bytes_left = GGUF_MAX_HEADER_BYTES - head.data_offset
     for i, part in enumerate(paths):
         if not part.is_file():
             raise ModelNotFound(f"Cannot read split GGUF '{paths[0]}': part {i + 1} of {count} ('{part.name}') "
                                 f"is missing. Download every part into '{p.parent}'.", part)
-        h = head if part == p else read_header(part, file_index=i)
+        if part == p:
+            h = head
+        else:
+            h = read_header(part, file_index=i, max_tensors=max(tensors_left, 0), max_bytes=max(bytes_left, 0))
+            tensors_left -= len(h.tensors)
+            bytes_left -= h.data_offset
+            if bytes_left < 0:
+                raise HeaderError(f"Cannot read split GGUF '{paths[0]}': the headers of its parts run past "
+                                  f"{GGUF_MAX_HEADER_BYTES} bytes in all (at '{part.name}'), more than any real "
+                                  f"model's. The files are corrupt or hostile.", part)
         if part == p and i:
             h = dataclasses.replace(h, tensors=tuple(dataclasses.replace(t, file_index=i) for t in h.tensors))
         no = _split_int(h, "split.no", -1)

@@ -286,7 +286,8 @@ def _endianness(buf: Any, origin: str) -> tuple[str, int]:
 
 
 def parse_header(data: Any, origin: str, *, file_size: int | None = None,
-                 skip: frozenset[str] = DEFAULT_SKIP, file_index: int = 0, _prefix: bool = False) -> GGUFHeader:
+                 skip: frozenset[str] = DEFAULT_SKIP, file_index: int = 0, _prefix: bool = False,
+                 max_tensors: int = GGUF_MAX_TENSORS) -> GGUFHeader:
     """Parse a GGUF header from `data` (the whole file, an mmap, or a prefix of it).
 
     Args:
@@ -296,6 +297,7 @@ def parse_header(data: Any, origin: str, *, file_size: int | None = None,
             tensor data must fit in it. Defaults to len(data).
         skip: keys whose arrays are validated but not kept.
         file_index: split part index recorded on each tensor.
+        max_tensors: the tensor cap (a split model's parts share one GGUF_MAX_TENSORS between them).
 
     Returns:
         The GGUFHeader (metadata, value types, tensor infos with exact byte sizes).
@@ -309,7 +311,7 @@ def parse_header(data: Any, origin: str, *, file_size: int | None = None,
     endian, version = _endianness(data, origin)
     cur = _Cursor(data, origin, endian, end=file_size if _prefix else None)
     cur.pos = 8
-    n_tensors = cur.count("tensor count", GGUF_MAX_TENSORS, 24)  # name len + n_dims + type + offset
+    n_tensors = cur.count("tensor count", max_tensors, 24)  # name len + n_dims + type + offset
     n_kv = cur.count("key-value count", GGUF_MAX_KV, 13)  # key len + type + 1-byte value
     metadata: dict[str, Any] = {}
     types: dict[str, Any] = {}
@@ -398,9 +400,10 @@ def _known_types(table: dict[int, tuple[str, int, int]]) -> str:
     return ", ".join(f"{i}={v[0]}" for i, v in sorted(table.items()))
 
 
-def read_header(path: str | Path, *, skip: frozenset[str] = DEFAULT_SKIP, file_index: int = 0) -> GGUFHeader:
+def read_header(path: str | Path, *, skip: frozenset[str] = DEFAULT_SKIP, file_index: int = 0,
+                max_tensors: int = GGUF_MAX_TENSORS, max_bytes: int = GGUF_MAX_HEADER_BYTES) -> GGUFHeader:
     """Read one local GGUF file's header with bounded reads: a 4 MiB prefix, grown (at least doubled) only
-    while the header runs past it, never more than GGUF_MAX_HEADER_BYTES.
+    while the header runs past it, never more than `max_bytes` (less for a split model's later parts).
 
     Why not a memory map of the whole file: a valid 40 GB GGUF would then need 40 GB of address space,
     and fail under a container's address-space limit although only its first megabytes are read.
@@ -430,13 +433,13 @@ def read_header(path: str | Path, *, skip: frozenset[str] = DEFAULT_SKIP, file_i
                                       f"(expected {size} bytes).", p)
                 try:
                     return parse_header(buf, str(p), file_size=size, skip=skip, file_index=file_index,
-                                        _prefix=True)
+                                        _prefix=True, max_tensors=max_tensors)
                 except _NeedMore as more:
-                    if more.upto > GGUF_MAX_HEADER_BYTES:
-                        raise HeaderError(f"Cannot read GGUF header of '{p}': the header runs past "
-                                          f"{GGUF_MAX_HEADER_BYTES} bytes, more than any real model's "
-                                          f"(expected a few MB). The file is corrupt or hostile.", p) from None
-                    want = min(size, GGUF_MAX_HEADER_BYTES, max(more.upto, 2 * want))
+                    if more.upto > max_bytes:
+                        raise HeaderError(f"Cannot read GGUF header of '{p}': the header runs past {max_bytes} "
+                                          f"bytes, more than any real model's (expected a few MB). The file is "
+                                          f"corrupt or hostile.", p) from None
+                    want = min(size, max_bytes, max(more.upto, 2 * want))
     except OSError as e:
         raise HeaderError(f"Cannot read GGUF file '{p}': {e.strerror or e}.", p) from e
 

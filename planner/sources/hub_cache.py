@@ -159,3 +159,31 @@ def _link(pointer: Path, blob: Path) -> None:
         os.replace(tmp, pointer)
     except OSError:
         _write(pointer, blob.read_bytes())
+
+
+_SNAPSHOT_MAX_ENTRIES = 100_000  # a snapshot holds tens of files; a walk past this is refused, not finished
+
+
+def refuse_links_out(snapshot: Path) -> None:
+    """Refuse a cached snapshot any of whose files or folders resolves outside the cache.
+
+    Why: snapshot files are symlinks to `../../blobs/<hash>`; a shared or restored cache may point one at
+    any file of the machine (`config.json -> /etc/secret.json`), whose values would then be read and
+    quoted in errors. Such a link is not followed: the run stops with one line naming the link only.
+
+    Raises:
+        SourceError: a link points outside the cache, or the snapshot has too many entries to check.
+    """
+    real_root = Path(os.path.realpath(cache_root()))
+    count = 0
+    for folder, dirs, files in os.walk(snapshot, followlinks=False):
+        for name in (*dirs, *files):
+            count += 1
+            if count > _SNAPSHOT_MAX_ENTRIES:
+                raise SourceError(f"Cannot read cached snapshot '{snapshot}': more than {_SNAPSHOT_MAX_ENTRIES} "
+                                  f"entries (expected a model's few files).", snapshot)
+            entry = Path(folder) / name
+            if not Path(os.path.realpath(entry)).is_relative_to(real_root):
+                raise SourceError(f"Cannot read cached snapshot '{snapshot}': '{entry.relative_to(snapshot)}' "
+                                  f"links outside the Hugging Face cache (not followed). Re-download the model "
+                                  f"or check HF_HUB_CACHE.", entry)

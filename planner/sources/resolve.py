@@ -15,7 +15,7 @@ from ..core.constants import is_offline
 from ..core.errors import ConfigError, HeaderError, ModelNotFound, OfflineError
 from ..core.jsonio import read_json_object
 from ..core.quant_checkpoint import from_hf_quant_config
-from . import catalog, hub, mistral_format
+from . import catalog, hub, hub_cache, mistral_format
 from .gguf import locate_gguf
 from .located import Located
 from .safetensors import read_dir_tensors, read_index
@@ -46,6 +46,7 @@ def locate(ref: str, *, revision: str | None = None) -> Located:
     if hub.looks_like_repo_id(ref):
         snap = hub.cached_snapshot(ref, revision)
         if snap is not None:
+            hub_cache.refuse_links_out(snap)  # a cache symlink to a file outside it is never read
             loc = _from_dir(snap, ref, source="hf-cache", partial_ok=True)
             loc.revision = revision or snap.name
             return loc
@@ -66,6 +67,7 @@ def locate(ref: str, *, revision: str | None = None) -> Located:
         return fallback
     except ModelNotFound as e:  # a Hub id typo (meta-llama/Llama-3.1-8B-Instruc): name the catalogued id
         raise ModelNotFound(f"{e}{_did_you_mean(ref)}", e.path) from e
+    hub_cache.refuse_links_out(snap)
     loc = _from_dir(snap, ref, source="hub", read_weights=False)
     loc.tensors, loc.revision = tensors, rev
     if tensors is not None:
@@ -85,6 +87,7 @@ def _fallback(ref: str, revision: str | None) -> Located | None:
     wanted = f"revision '{revision}'" if revision else "the latest revision"
     snap = hub.any_cached_snapshot(ref)
     if snap is not None:
+        hub_cache.refuse_links_out(snap)
         loc = _from_dir(snap, ref, source="hf-cache", partial_ok=True)
         loc.revision = snap.name
         loc.notes.append(f"{why}, so {wanted} of '{ref}' was not read: using the cached snapshot {snap.name[:12]} "

@@ -15,7 +15,7 @@ import struct
 from pathlib import Path
 from typing import Any
 
-from ..core import dtypes
+from ..core import dtypes, paths
 from ..core.constants import MAX_SHARDS, SAFETENSORS_MAX_HEADER_BYTES
 from ..core.errors import ConfigError, HeaderError, PlannerError
 from ..core.jsonio import parse_json, read_json_object
@@ -177,7 +177,7 @@ def read_dir_tensors(directory: Path) -> tuple[list[RawTensor], list[str]] | Non
         files = sorted(set(wmap.values()))
         for shard in files:
             sp = directory / shard
-            if not sp.is_file():
+            if not paths.is_file(sp):  # a 300-byte shard name is missing, not an OSError
                 raise HeaderError(f"Cannot read checkpoint '{directory}': the index names shard '{shard}', "
                                   f"which is missing.", sp)
             found = read_header(sp)
