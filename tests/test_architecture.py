@@ -25,7 +25,9 @@ LAYERS = ("core", "sources", "engines", "fits", "pairing", "speed", "drafting", 
 HEAVY = ("torch", "transformers", "accelerate", "matplotlib")
 # Where the heavy packages may be imported: measuring (probe, bench); no module draws with matplotlib.
 HEAVY_ALLOWED = ("planner.probe", "planner.bench")
-MAX_MODULE_LINES = 450
+# A ceiling, not a carving rule (issue #27: split by concept; ~450 lines is the smell the before-stop hook
+# names, this is where a module has plainly outgrown one idea).
+MAX_MODULE_LINES = 600
 ENGINE_NAMES = {"llama.cpp", "vllm", "sglang", "mlx", "mlx-lm", "transformers"}
 ENGINE_NAMES_ALLOWED = ("planner.engines",)
 # Where "transformers" names the library the code drives (probe, bench), not the engine.
