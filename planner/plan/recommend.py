@@ -36,7 +36,7 @@ from ..speed.model import Costs
 from . import load
 from .drafting_stop import policies_for
 from .load import BatchPoint
-from .roof import bandwidth_share, compute_share, roofline_machine  # noqa: F401  (plan.roofline_machine)
+from .roof import bandwidth_share, compute_share, measured_ends, roofline_machine  # noqa: F401  (plan.roofline_machine)
 
 # Per engine (engines/*.py): the KV cache types worth trying, unquantised first (Engine.kv_options: quantised
 # KV is not lossless), its own pairing verdict, and whether a refusal has a heterogeneous-vocabulary
@@ -211,6 +211,7 @@ def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compat
                             verify_bounds=costs.verify_bounds, k_fixed=k_fixed, overhead_low_s=costs.overhead_low_s,
                             adaptive=p), p) for p in policies_for(engine, method.kind, adaptive)]
     (pred, policy), others = priced[0], priced[1:]  # the first policy is the plan; the others are priced beside it
+    pred = widen_by_machine(pred, costs, alpha, k_max, policy)
     reasons = list(pred.reasons)
     reasons += [f"every round drafting K={o.k_best} (--draft-p-min 0) prices {o.speedup:.2f}x against "
                 f"{pred.speedup:.2f}x with the confidence stop (the stop is what published llama-server sweeps ran)"
@@ -233,6 +234,27 @@ def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compat
                   baseline_tokens_per_s=1.0 / costs.verify_s[0], prediction=pred,
                   launch=launch, style_match=_style_match(problem.target, method.resident_model()), stop=policy,
                   method=method, problem=problem)
+
+
+def widen_by_machine(pred: speed.Prediction, costs: Costs, alpha: acc.Acceptance, k_max: int,
+                     policy: Adaptive | None) -> speed.Prediction:
+    """The plan's interval with the machine's measured spread in it: the same K priced on the costs at each
+    end of the spread (each end with its own acceptance and kernel interval), the lowest and highest
+    speed-up kept; the verdict is faster/slower only where the widened interval is clear of 1.0."""
+    if not costs.machine_spread:
+        return pred
+    ends = [predict_plan(c.verify_s, c.draft_s, alpha, c.overhead_s, k_max=k_max, verify_bounds=c.verify_bounds,
+                         k_fixed=pred.k_best, overhead_low_s=c.overhead_low_s, adaptive=policy)
+            for c in costs.machine_spread]
+    low = min(pred.speedup_low, *(e.speedup_low for e in ends))
+    high = max(pred.speedup_high, *(e.speedup_high for e in ends))
+    result = speed.verdict(low, high)
+    reasons = pred.reasons
+    if result == speed.UNCERTAIN and pred.verdict != speed.UNCERTAIN:
+        reasons = (f"{costs.machine_spread_source} gives speed-up {low:.2f}x to {high:.2f}x, which straddles 1.0: "
+                   f"re-measure on an idle machine (planner machines detect --save) or measure the costs "
+                   f"(planner probe)", *reasons)
+    return replace(pred, speedup_low=low, speedup_high=high, verdict=result, reasons=reasons)
 
 
 def _style_match(target: ModelSpec, draft: ModelSpec | None) -> bool:
@@ -321,11 +343,19 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
         roof = roofline_machine(machine, layout, engine)
         curves: dict[tuple, tuple[roofline.ForwardCost, ...]] = {}  # the target's depend on the KV type only
 
-        def costs_for(method: DraftingMethod, s: Settings) -> Costs:
-            key = (s.kv_dtype, s.context, s.batch)
+        ends = measured_ends(machine, layout, engine)
+
+        def at(r: roofline.Roof, method: DraftingMethod, s: Settings) -> Costs:
+            key = (id(r), s.kv_dtype, s.context, s.batch)
             if key not in curves:
-                curves[key] = roofline.verify_costs(target, roof, context=s.context, n_max=k_max + 1, settings=s)
-            return roofline_verify(curves[key], method.step_s(roof, s), roof.name, s)
+                curves[key] = roofline.verify_costs(target, r, context=s.context, n_max=k_max + 1, settings=s)
+            return roofline_verify(curves[key], method.step_s(r, s), roof.name, s)
+
+        def costs_for(method: DraftingMethod, s: Settings) -> Costs:
+            c = at(roof, method, s)
+            if ends is None:
+                return c
+            return replace(c, machine_spread=tuple(at(r, method, s) for r in ends[0]), machine_spread_source=ends[1])
     options = []
     for method in conditioned(cands, temperature=temperature, workload=workload,
                               rule=engines.get(engine).sampled_acceptance):
