@@ -37,20 +37,26 @@ def _cores() -> int:
         return max(1, os.cpu_count() or 1)
 
 
-def _cpu_times() -> tuple[int, int] | None:
-    """(steal, total) jiffies from the aggregate line of /proc/stat (Linux), else None.
+def parse_proc_stat(first_line: str) -> tuple[int, int] | None:
+    """(steal, total) jiffies from the aggregate "cpu" line of /proc/stat, None when it is not one.
 
     Fields: user nice system idle iowait irq softirq steal guest guest_nice (proc(5)); guest time is
     already counted in user, so the total is the first eight."""
+    f = first_line.split()
+    if len(f) < 9 or f[0] != "cpu" or not all(x.isdigit() for x in f[1:9]):
+        return None
+    vals = [int(x) for x in f[1:9]]
+    return vals[7], sum(vals)
+
+
+def _cpu_times() -> tuple[int, int] | None:
+    """(steal, total) jiffies now (Linux /proc/stat, first line, bounded read), else None."""
     try:
         with open("/proc/stat", "rb") as fh:
-            first = fh.read(PROC_STAT_MAX_BYTES).split(b"\n", 1)[0].decode("ascii", "replace").split()
+            first = fh.read(PROC_STAT_MAX_BYTES).split(b"\n", 1)[0].decode("ascii", "replace")
     except OSError:
         return None
-    if len(first) < 9 or first[0] != "cpu" or not all(f.isdigit() for f in first[1:9]):
-        return None
-    vals = [int(f) for f in first[1:9]]
-    return vals[7], sum(vals)
+    return parse_proc_stat(first)
 
 
 def steal_fraction(window_s: float = STEAL_WINDOW_S) -> float | None:

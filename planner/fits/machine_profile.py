@@ -26,7 +26,7 @@ from ..core.constants import (
     profile_dir_override,
 )
 from ..core.errors import PlannerError
-from ..core.jsonio import is_finite_number, read_json_object
+from ..core.jsonio import is_finite_number, parse_json
 from .machine import Machine
 from .measure_stats import Spread
 
@@ -108,7 +108,7 @@ def _spread(key: str, d: Any) -> Spread:
     if not isinstance(d, dict) or not all(is_finite_number(d.get(f)) for f in ("median", "q1", "q3", "seconds")) \
             or not all(isinstance(d.get(f), int) and d[f] >= 1 for f in ("trials", "kept")) \
             or not d["q1"] <= d["median"] <= d["q3"] or d["q1"] <= 0:
-        raise ValueError(f"measured.{key}")
+        raise ValueError(f"field 'measured.{key}'")
     return Spread(float(d["median"]), float(d["q1"]), float(d["q3"]), d["trials"], d["kept"],
                   float(d["seconds"]), str(d.get("clock", "?"))[:80])
 
@@ -119,21 +119,40 @@ def _parse(doc: dict[str, Any]) -> tuple[dict[str, Any], float, int, dict[str, A
     Raises:
         ValueError: naming the first field that is missing or malformed."""
     if doc.get("schema") != SCHEMA:
-        raise ValueError("schema")
+        raise ValueError("field 'schema'")
     fp, saved, bw, flops = doc.get("fingerprint"), doc.get("saved_unix"), doc.get("bandwidth_bytes_per_s"), \
         doc.get("peak_flops")
     if not isinstance(fp, dict):
-        raise ValueError("fingerprint")
+        raise ValueError("field 'fingerprint'")
     if not is_finite_number(saved):
-        raise ValueError("saved_unix")
+        raise ValueError("field 'saved_unix'")
     if not isinstance(bw, int) or bw <= 0:
-        raise ValueError("bandwidth_bytes_per_s")
+        raise ValueError("field 'bandwidth_bytes_per_s'")
     if not isinstance(flops, dict) or not all(v is None or (isinstance(v, int) and v > 0) for v in flops.values()):
-        raise ValueError("peak_flops")
+        raise ValueError("field 'peak_flops'")
     measured = doc.get("measured") or {}
     if not isinstance(measured, dict):
-        raise ValueError("measured")
+        raise ValueError("field 'measured'")
     return fp, float(saved), bw, flops, {str(k)[:40]: _spread(k, v) for k, v in measured.items()}
+
+
+def _read(p: Path) -> dict[str, Any]:
+    """The profile's JSON object, read bounded (MACHINE_PROFILE_MAX_BYTES). Not registered as an input of
+    this run (core/atomic.py): re-saving the profile after reading it is what `--save` is for.
+
+    Raises:
+        ValueError: too large, unreadable or not a JSON object (the message names why)."""
+    try:
+        with p.open("rb") as fh:
+            data = fh.read(MACHINE_PROFILE_MAX_BYTES + 1)
+    except OSError as e:
+        raise ValueError(e.strerror or "unreadable") from e
+    if len(data) > MACHINE_PROFILE_MAX_BYTES:
+        raise ValueError(f"over {MACHINE_PROFILE_MAX_BYTES} bytes")
+    doc = parse_json(data, str(p))
+    if not isinstance(doc, dict):
+        raise ValueError("not a JSON object")
+    return doc
 
 
 def apply_saved(live: Machine, path: Path | None = None, now: float | None = None) -> tuple[Machine | None, str]:
@@ -145,11 +164,10 @@ def apply_saved(live: Machine, path: Path | None = None, now: float | None = Non
     if not p.is_file():
         return None, f"no saved machine profile at {p}"
     try:
-        doc = read_json_object(p, max_bytes=MACHINE_PROFILE_MAX_BYTES, what="machine profile")
+        doc = _read(p)
         fp, saved, bw, flops, measured = _parse(doc)
     except (PlannerError, ValueError) as e:
-        field = f"field '{e}'" if isinstance(e, ValueError) else str(e)
-        return None, f"ignored the machine profile {p}: unreadable ({field}); re-save it with 'planner machines " \
+        return None, f"ignored the machine profile {p}: unreadable ({e}); re-save it with 'planner machines " \
                      f"detect --save'"
     now = time.time() if now is None else now
     if fp != fingerprint(live):
