@@ -11,6 +11,7 @@ else the user's cache directory (platformdirs when installed, else the platform'
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 import time
@@ -25,7 +26,7 @@ from ..core.constants import (
     MACHINE_PROFILE_NAME,
     profile_dir_override,
 )
-from ..core.errors import PlannerError
+from ..core.errors import PlannerError, UsageError
 from ..core.jsonio import is_finite_number, parse_json
 from .machine import Machine
 from .measure_stats import Spread
@@ -86,12 +87,8 @@ def save(m: Machine, path: Path | None = None, now: float | None = None) -> Path
     try:
         p.parent.mkdir(parents=True, exist_ok=True)
     except OSError as e:
-        from ..core.errors import UsageError
-
         raise UsageError(f"Cannot save the machine profile in '{p.parent}': {e.strerror or e}. Set "
                          f"SPEC_PLANNER_PROFILE_DIR to a writable directory.") from e
-    import json
-
     return atomic_write(p, json.dumps(to_json(m, time.time() if now is None else now), indent=1) + "\n")
 
 

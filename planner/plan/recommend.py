@@ -36,6 +36,7 @@ from ..speed.model import Costs
 from . import load
 from .drafting_stop import policies_for
 from .load import BatchPoint
+from .machine_spread import widen_by_machine
 from .roof import bandwidth_share, compute_share, measured_ends, roofline_machine  # noqa: F401  (plan.roofline_machine)
 
 # Per engine (engines/*.py): the KV cache types worth trying, unquantised first (Engine.kv_options: quantised
@@ -234,27 +235,6 @@ def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compat
                   baseline_tokens_per_s=1.0 / costs.verify_s[0], prediction=pred,
                   launch=launch, style_match=_style_match(problem.target, method.resident_model()), stop=policy,
                   method=method, problem=problem)
-
-
-def widen_by_machine(pred: speed.Prediction, costs: Costs, alpha: acc.Acceptance, k_max: int,
-                     policy: Adaptive | None) -> speed.Prediction:
-    """The plan's interval with the machine's measured spread in it: the same K priced on the costs at each
-    end of the spread (each end with its own acceptance and kernel interval), the lowest and highest
-    speed-up kept; the verdict is faster/slower only where the widened interval is clear of 1.0."""
-    if not costs.machine_spread:
-        return pred
-    ends = [predict_plan(c.verify_s, c.draft_s, alpha, c.overhead_s, k_max=k_max, verify_bounds=c.verify_bounds,
-                         k_fixed=pred.k_best, overhead_low_s=c.overhead_low_s, adaptive=policy)
-            for c in costs.machine_spread]
-    low = min(pred.speedup_low, *(e.speedup_low for e in ends))
-    high = max(pred.speedup_high, *(e.speedup_high for e in ends))
-    result = speed.verdict(low, high)
-    reasons = pred.reasons
-    if result == speed.UNCERTAIN and pred.verdict != speed.UNCERTAIN:
-        reasons = (f"{costs.machine_spread_source} gives speed-up {low:.2f}x to {high:.2f}x, which straddles 1.0: "
-                   f"re-measure on an idle machine (planner machines detect --save) or measure the costs "
-                   f"(planner probe)", *reasons)
-    return replace(pred, speedup_low=low, speedup_high=high, verdict=result, reasons=reasons)
 
 
 def _style_match(target: ModelSpec, draft: ModelSpec | None) -> bool:
