@@ -196,3 +196,16 @@ def test_widen_by_machine_makes_a_straddling_verdict_uncertain():
     out = P.widen_by_machine(pred, costs, Acceptance(0.7, 0.7, 0.7, "g", "s"), 5, None)
     assert out.verdict == "uncertain" and out.speedup_low < 1.0 < out.speedup_high
     assert "re-measure on an idle machine" in out.reasons[0] and "planner probe" in out.reasons[0]
+
+
+# --- the probe's diagnosis names only the measured backend's mechanisms ---------------------------
+
+def test_serial_verify_names_quantised_metal_only_on_metal():
+    from planner.speed.diagnosis import diagnose
+    from planner.speed.profile import ModelCurve
+
+    serial = ModelCurve(id="t", verify_s=(0.01, 0.02, 0.03, 0.04, 0.05), step_s=0.01, method="synthetic")
+    on = {d: next(f.message for f in diagnose(serial, None, 0.0, device=d) if f.code == "verify_not_parallel")
+          for d in ("cpu", "cuda", "mps")}
+    assert "quantised-Metal" in on["mps"]
+    assert "quantised-Metal" not in on["cpu"] and "quantised-Metal" not in on["cuda"]
