@@ -27,6 +27,18 @@ def _no_particular_host(monkeypatch):
     monkeypatch.setenv("SPEC_PLANNER_HOST_KIND", "none")
 
 
+@pytest.fixture(autouse=True)
+def _quiet_host(monkeypatch, tmp_path_factory):
+    """A saved machine profile lives in a scratch dir per test (never the user's cache), and the host reads
+    as idle (no load average, no /proc/stat) so a detected machine's notes do not depend on this box's load;
+    tests of contention fake the load themselves (tests/test_machine_measure.py)."""
+    from planner.fits import host_load
+
+    monkeypatch.setenv("SPEC_PLANNER_PROFILE_DIR", str(tmp_path_factory.mktemp("machine-profile")))
+    monkeypatch.setattr(host_load, "_loadavg", lambda: None)
+    monkeypatch.setattr(host_load, "_cpu_times", lambda: None)
+
+
 def model_dir(tmp_path: Path, name: str, **overrides) -> Path:
     """A model directory holding the reference config `name` (tests/fixtures/configs/<name>.json)."""
     cfg = json.loads((CONFIGS / f"{name}.json").read_text())

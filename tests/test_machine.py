@@ -16,6 +16,7 @@ from planner.fits import machine as M
 from planner.fits import machine_catalog as C
 from planner.fits import machine_detect as D
 from planner.fits import machine_lookup as L
+from planner.fits.measure_stats import Spread
 
 from .cli_run import run_cli as run
 
@@ -220,7 +221,7 @@ def test_detect_apple_without_torch(host):
 
 
 def test_detect_cpu_only(host, monkeypatch):
-    monkeypatch.setattr(D, "measure_copy_bandwidth", lambda: 12.5e9)
+    monkeypatch.setattr(D, "measure_bandwidth", lambda: Spread(12.5e9, 12.5e9, 12.5e9, 7, 7, 0.5, "thread CPU time"))
     m = D.detect()
     assert m.kind == "cpu" and m.memory_bytes == 64 * GiB and m.devices[0].free_bytes == 40 * GiB
     # an uncatalogued CPU gets a measured copy bandwidth (labelled) so the roofline can run

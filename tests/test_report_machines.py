@@ -21,6 +21,7 @@ from planner.core.units import parse_params
 from planner.fits import fit
 from planner.fits import machine_detect as D
 from planner.fits.machine_lookup import get_machine
+from planner.fits.measure_stats import Spread
 from planner.plan import fleet as F
 from planner.sources import catalog, load_spec
 
@@ -284,7 +285,7 @@ def cpu_host(monkeypatch):
     monkeypatch.setattr(D, "_platform", lambda: ("Linux", "x86_64"))
     monkeypatch.setattr(D, "_torch_installed", lambda: False)
     monkeypatch.setattr(D, "_cpu_name", lambda: "Test CPU 9000")
-    monkeypatch.setattr(D, "measure_copy_bandwidth", lambda: 50e9)
+    monkeypatch.setattr(D, "measure_bandwidth", lambda: Spread(50e9, 50e9, 50e9, 7, 7, 0.5, "thread CPU time"))
     return SimpleNamespace()
 
 

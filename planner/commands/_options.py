@@ -49,6 +49,8 @@ OverheadOpt = Annotated[str | None, typer.Option("--overhead", help="Runtime ove
 # --- machine and layout --------------------------------------------------------------------------
 MachineOpt = Annotated[str | None, typer.Option(
     "--machine", "-m", help="auto (detect this host), a catalog name (planner machines list) or a JSON file.")]
+RemeasureOpt = Annotated[bool, typer.Option(
+    "--remeasure", help="--machine auto: measure this host now instead of reading its saved machine profile.")]
 GpuMemoryOpt = Annotated[str | None, typer.Option("--gpu-memory", help="Memory per device, e.g. 24GiB or 80GB.")]
 GpusOpt = Annotated[int | None, typer.Option("--gpus", help="Number of devices (GPUs).", min=1, max=1024)]
 UtilizationOpt = Annotated[float | None, typer.Option(

@@ -7,10 +7,11 @@ from typing import Annotated
 import typer
 
 from ..core.fmt import fmt_bytes
-from ..fits.machine import describe
+from ..fits.machine import Machine, describe
 from ..fits.machine_catalog import catalog_entries
 from ..fits.machine_detect import detect
 from ..fits.machine_lookup import get_machine
+from ..fits.machine_profile import save as save_profile
 from ..render import width
 from ._common import app, emit, say
 from ._options import JsonOpt, WideOpt
@@ -75,18 +76,38 @@ def show_cmd(name: NameArg, as_json: JsonOpt = False) -> None:
     say("\n".join(lines))
 
 
+SaveOpt = Annotated[bool, typer.Option(
+    "--save", help="Write the measured figures as this host's machine profile (the user's cache directory, or "
+                   "SPEC_PLANNER_PROFILE_DIR); --machine auto then reads them instead of measuring.")]
+
+
+def measured_lines(m: Machine) -> list[str]:
+    """Each measured figure with its spread, trial count, time taken and when it was measured."""
+    lines = []
+    for key, s in m.measured.items():
+        unit, div = ("GB/s", 1e9) if key == "bandwidth" else ("", 1.0)
+        lines.append(f"  {key}: {s.median / div:,.1f} {unit} (IQR {s.q1 / div:,.1f}-{s.q3 / div:,.1f}, "
+                     f"{s.kept} of {s.trials} trials kept, {s.seconds:.2f} s, {s.clock}), measured {m.measured_at}")
+    if m.measured and m.peak_flops.get("bf16"):
+        lines.append(f"  FLOP/s: {_flops(m.peak_flops['bf16'])} T bf16 ({m.sources.get('flops', 'estimate')})")
+    return lines
+
+
 @machines_app.command("detect")
-def detect_cmd(as_json: JsonOpt = False) -> None:
-    """What this host has: GPUs (nvidia-smi, else torch), Apple unified memory, or CPU RAM.
+def detect_cmd(as_json: JsonOpt = False, save: SaveOpt = False) -> None:
+    """What this host has: GPUs (nvidia-smi, else torch), Apple unified memory, or CPU RAM; an uncatalogued
+    CPU's bandwidth measured now (repeated trials, with their spread).
 
     \b
     Examples:
       planner machines detect
+      planner machines detect --save
       planner machines detect --json
     """
     m = detect()
+    saved = save_profile(m) if save else None
     if as_json:
-        emit(describe(m))
+        emit({**describe(m), **({"saved_profile": str(saved)} if saved else {})})
         return
     lines = [f"{m.display_name} ({m.kind}, {m.vendor}); memory from {m.sources['memory']}"]
     for d in m.devices:
@@ -95,5 +116,8 @@ def detect_cmd(as_json: JsonOpt = False) -> None:
         lines.append(f"  device {d.index}: {d.name}: {fmt_bytes(d.memory_bytes)}{free}{share}")
     if m.host_memory_bytes is not None and m.kind == "gpu":
         lines.append(f"  host RAM: {fmt_bytes(m.host_memory_bytes)}")
+    lines += measured_lines(m)
     lines += [f"  note: {n}" for n in m.notes]
+    if saved:
+        lines.append(f"saved the machine profile to {saved}")
     say("\n".join(lines))

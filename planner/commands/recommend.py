@@ -19,6 +19,7 @@ from ..engines.base import DRAFT_MODEL, EAGLE3
 from ..fits import fit as fitmod
 from ..fits import memory, search
 from ..fits.fit import default_layout
+from ..fits.machine import measured_json
 from ..fits.machine_lookup import resolve_machine
 from ..fits.memory import Settings
 from ..plan import recommend as P
@@ -46,6 +47,7 @@ from ._options import (
     ProfileOpt,
     RecEngineOpt,
     RecMaxKOpt,
+    RemeasureOpt,
     RevisionOpt,
     TemperatureOpt,
     TpOpt,
@@ -87,6 +89,7 @@ DraftWeightsOpt = Annotated[str | None, typer.Option(
 def recommend(
     target: ModelArg,
     machine: MachineOpt = None,
+    remeasure: RemeasureOpt = False,
     gpu_memory: GpuMemoryOpt = None,
     gpus: GpusOpt = None,
     tp: TpOpt = None,
@@ -137,7 +140,8 @@ def recommend(
     kinds, work = parse_methods(method), parse_workload(workload)
     batch = batches[0]  # the first value sizes memory and ranks the plans
     spec = load_spec(target, revision=revision)
-    m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
+    m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus,
+                        remeasure=remeasure)
     eng = engine_for(engine, spec, kind=m.kind)
     ctx = parse_tokens(context)
     layout = default_layout(m.n_devices, eng, tp, pp)
@@ -183,11 +187,12 @@ def recommend(
     if not rec.baseline_fits:
         rec = _with_cheapest_fit(rec, run, plan, spec, m, eng, batch)
     if as_json:
-        emit(recommendation_json(rec))
+        emit({**recommendation_json(rec), **({"machine_measured": measured_json(m)} if m.measured else {})})
     else:
         for w in spec.warnings:
             warn(f"{spec.id}: {w}")
-        say(recommendation_text(rec, m.display_name if m.origin == "detected" else None, show_all))
+        say(recommendation_text(rec, m.display_name if m.origin == "detected" else None, show_all,
+                                measured_text(m)))
     raise typer.Exit(0 if rec.baseline_fits else 1)
 
 
@@ -415,9 +420,23 @@ def plan_rows(plans: Any, limit: int | None) -> tuple[list[list[str]], int]:
     return rows[:limit], len(rows) - limit
 
 
-def recommendation_text(rec: Any, machine_label: str | None = None, show_all: bool = False) -> str:
+def measured_text(m: Any) -> str | None:
+    """One line for a machine measured on this host: each figure's median and IQR, when, and from which
+    saved profile (None: a catalogued machine, nothing measured)."""
+    if not m.measured:
+        return None
+    figs = ", ".join(f"{k} {s.median / 1e9:.1f} GB/s (IQR {s.q1 / 1e9:.1f}-{s.q3 / 1e9:.1f}, {s.kept} trials)"
+                     if k == "bandwidth" else f"{k} {s.median:.3g}" for k, s in m.measured.items())
+    where = (f"from the saved profile {m.profile_path}" if m.profile_path
+             else "now (save with planner machines detect --save)")
+    return f"measured {figs} at {m.measured_at}, {where}" + (f"; {m.contention}" if m.contention else "")
+
+
+def recommendation_text(rec: Any, machine_label: str | None = None, show_all: bool = False,
+                        measured: str | None = None) -> str:
     lines = [f"target   {one_line(rec.target)}", *wrap(f"machine  {one_line(machine_label or rec.machine)}   engine {rec.engine}   "
                                              f"context {rec.context:,}   batch {rec.batch}"),
+             *(wrap(one_line(measured), indent="         ") if measured else ()),
              *wrap(f"drafts   tokenizer family {rec.tokenizer_family or '?'} ({rec.tokenizer_match})"), ""]
     rows, left = plan_rows(rec.plans, None if show_all else SHOWN_PLANS)
     if rows:

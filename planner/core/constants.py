@@ -53,6 +53,13 @@ def hf_token() -> str | None:
 HOST_KINDS = ("gpu", "apple", "cpu", "none")
 
 
+def profile_dir_override() -> str | None:
+    """SPEC_PLANNER_PROFILE_DIR: the directory saved machine profiles live in, in place of the user's cache
+    directory (fits/machine_profile.py); tests point it at a tmp dir."""
+    v = (os.environ.get("SPEC_PLANNER_PROFILE_DIR") or "").strip()
+    return v or None
+
+
 def host_kind_override() -> str | None:
     """SPEC_PLANNER_HOST_KIND (gpu | apple | cpu | none) in place of the quick look at this host that
     `planner memory` takes; 'none' sizes for no particular host (the transformers ledger, GPU overhead).
@@ -149,6 +156,19 @@ HOST_OVERHEAD_BYTES = 0
 # Machine detection: how long nvidia-smi/sysctl may take, and how much of their output is read.
 DETECT_TIMEOUT_S = 10.0
 DETECT_OUTPUT_MAX_BYTES = 1 * MiB
+# Host bandwidth measurement (fits/machine_detect.py measure_bandwidth): 128 MiB buffers (far past any
+# CPU's last-level cache, so DRAM is timed), trials until 0.6 s is spent, 7..31 of them: 7 gives quartiles
+# from distinct order statistics; at 8 GB/s one trial is ~33 ms, so the budget yields ~18 on a laptop.
+BANDWIDTH_BUFFER_BYTES = 128 * MiB
+BANDWIDTH_BUDGET_S = 0.6
+BANDWIDTH_MIN_TRIALS = 7
+BANDWIDTH_MAX_TRIALS = 31
+# A saved machine profile (fits/machine_profile.py): ignored past this age (hardware rarely changes, but
+# drivers, BIOS settings and thermal paste do; a week bounds how stale a measured figure may be) and
+# bounded in size when read. SPEC_PLANNER_PROFILE_DIR puts it elsewhere (tests use a tmp dir).
+MACHINE_PROFILE_MAX_AGE_S = 7 * 24 * 3600
+MACHINE_PROFILE_MAX_BYTES = 64 * 1024
+MACHINE_PROFILE_NAME = "machine-profile.json"
 # A machine description file (catalogs/machines/*.json or --machine FILE) is small.
 MACHINE_JSON_MAX_BYTES = 1 * MiB
 # A list file of model or machine references (`planner report --targets FILE`, `--fleet FILE`): one per line.

@@ -22,6 +22,7 @@ from ..core.constants import (
     APPLE_WORKING_SET_LARGE_FROM_BYTES,
 )
 from ..core.errors import MachineError
+from .measure_stats import Spread
 
 KINDS = ("gpu", "apple", "cpu")
 FLOP_DTYPES = ("bf16", "fp16", "fp8", "int8")
@@ -75,10 +76,17 @@ class Machine:
     gpu_family: str | None = None
     gpu_tier: str | None = None
     dies: int = 1
+    # figures measured on this host with their trials (key as in `sources`: "bandwidth"), when and how busy
+    # the host was (fits/machine_detect.py); where they came from a saved profile, its path (machine_profile.py)
+    measured: Mapping[str, Spread] = field(default_factory=dict)
+    measured_at: str | None = None  # ISO 8601 UTC
+    contention: str | None = None
+    profile_path: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "peak_flops", MappingProxyType(dict(self.peak_flops)))
         object.__setattr__(self, "sources", MappingProxyType(dict(self.sources)))
+        object.__setattr__(self, "measured", MappingProxyType(dict(self.measured)))
 
     @property
     def memory_bytes(self) -> int:
@@ -142,4 +150,13 @@ def describe(m: Machine) -> dict[str, Any]:
             "host_memory_bytes": m.host_memory_bytes, "notes": list(m.notes),
             "device_list": [{"index": d.index, "name": d.name, "kind": d.kind, "memory_bytes": d.memory_bytes,
                              "free_bytes": d.free_bytes, "usable_fraction": d.usable_fraction}
-                            for d in m.devices]}
+                            for d in m.devices],
+            **({"measured": measured_json(m)} if m.measured else {})}
+
+
+def measured_json(m: Machine) -> dict[str, Any]:
+    """The measured figures with their spread, when and how busy the host was, and the profile they came
+    from (None: measured in this run)."""
+    return {"figures": {k: {"median": s.median, "q1": s.q1, "q3": s.q3, "trials": s.trials, "kept": s.kept,
+                            "seconds": round(s.seconds, 3), "clock": s.clock} for k, s in m.measured.items()},
+            "measured_at": m.measured_at, "contention": m.contention, "profile": m.profile_path}

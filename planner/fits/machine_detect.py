@@ -27,10 +27,21 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
-from ..core.constants import DETECT_OUTPUT_MAX_BYTES, DETECT_TIMEOUT_S, MiB, host_kind_override
+from ..core.constants import (
+    BANDWIDTH_BUDGET_S,
+    BANDWIDTH_BUFFER_BYTES,
+    BANDWIDTH_MAX_TRIALS,
+    BANDWIDTH_MIN_TRIALS,
+    DETECT_OUTPUT_MAX_BYTES,
+    DETECT_TIMEOUT_S,
+    MiB,
+    host_kind_override,
+)
 from ..core.errors import MachineError
+from . import host_load
 from .machine import FLOP_DTYPES, Device, Machine, apple_working_set_fraction
 from .machine_catalog import match_catalog
+from .measure_stats import Spread, run_trials, summarise
 
 NVIDIA_SMI_QUERY = ("nvidia-smi", "--query-gpu=index,name,memory.total,memory.free", "--format=csv,noheader,nounits")
 _UINT = re.compile(r"^[0-9]{1,12}$")  # an nvidia-smi index or MiB figure
@@ -254,11 +265,11 @@ def host_kind() -> str | None:
     return "cpu"
 
 
-def detect(*, use_torch: bool | None = None) -> Machine:
+def detect(*, use_torch: bool | None = None, measure: bool = True) -> Machine:
     """Describe this host: GPUs (nvidia-smi, else torch), else Apple unified memory, else CPU RAM.
 
     torch is imported only when nvidia-smi gave no answer and torch is installed
-    (`use_torch=False` forbids it).
+    (`use_torch=False` forbids it). `measure=False` skips timing the host (a saved profile gives the figures).
 
     Raises:
         MachineError: nvidia-smi printed something unreadable.
@@ -291,24 +302,42 @@ def detect(*, use_torch: bool | None = None) -> Machine:
     dev = Device(0, name, "cpu", total, available, None)
     m = _detected("cpu", "unknown", [dev], "psutil.virtual_memory() total/available", total)
     m = replace(m, display_name=f"{name} (CPU only)")
-    return m if m.bandwidth_bytes_per_s else with_host_measurements(m)
+    return m if m.bandwidth_bytes_per_s or not measure else with_host_measurements(m)
 
 
-def measure_copy_bandwidth(n_bytes: int = 128 * MiB, repeats: int = 5) -> float:
-    """Host memory bandwidth from timed memcpy between two pre-touched buffers (slice assignment
-    copies with memcpy): read + write bytes per second, best of `repeats` (STREAM 'copy'
-    convention). Buffers are touched first so page faults are not timed. About 0.2 s."""
-    import time
+def _copy_trial(src: bytearray, dst: bytearray, clock: Any) -> float:
+    """One timed memcpy of `src` into `dst`: read + write bytes per second (STREAM 'copy' convention)."""
+    t0 = clock()
+    dst[:] = src  # slice assignment between equal-length bytearrays is one memcpy
+    return 2 * len(src) / max(clock() - t0, 1e-9)
 
+
+def _clock() -> tuple[Any, str]:
+    """This thread's CPU time where the OS counts it finely (Linux, macOS: CLOCK_THREAD_CPUTIME_ID), else
+    wall time. CPU time leaves out the time the scheduler gave our core to another process, which on a
+    busy host is most of a wall-clock trial (2 cores, load 7: 2-3 GB/s wall against 7-8 GB/s CPU time);
+    a time-shared core is contention, not the memory system."""
+    try:
+        fine = time.get_clock_info("thread_time").resolution <= 1e-6
+    except (AttributeError, ValueError):
+        fine = False
+    return (time.thread_time, "thread CPU time") if fine else (time.perf_counter, "wall time")
+
+
+def measure_bandwidth(n_bytes: int = BANDWIDTH_BUFFER_BYTES, budget_s: float = BANDWIDTH_BUDGET_S) -> Spread:
+    """Host memory bandwidth (bytes/s) from repeated memcpy between two pre-touched buffers: one warm-up
+    copy, then trials until `budget_s` is spent (BANDWIDTH_MIN_TRIALS..BANDWIDTH_MAX_TRIALS), on one
+    pinned core, outliers rejected; the median and quartiles of the rest (measure_stats.summarise)."""
     src = bytearray(b"\x01") * n_bytes
     dst = bytearray(n_bytes)
-    dst[:] = src  # touch every page of dst before timing
-    best = float("inf")
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        dst[:] = src
-        best = min(best, time.perf_counter() - t0)
-    return 2 * n_bytes / best
+    dst[:] = src  # touch every page of dst so page faults are not timed
+    clock, name = _clock()
+    with host_load.pinned() as core:
+        values, seconds = run_trials(lambda: _copy_trial(src, dst, clock), budget_s=budget_s,
+                                     min_trials=BANDWIDTH_MIN_TRIALS, max_trials=BANDWIDTH_MAX_TRIALS,
+                                     wall=time.perf_counter)
+    where = f", pinned to core {core}" if core is not None else ""
+    return summarise(values, seconds, f"{name}{where}")
 
 
 def estimate_cpu_flops() -> tuple[int, str]:
@@ -325,13 +354,18 @@ def estimate_cpu_flops() -> tuple[int, str]:
 
 
 def with_host_measurements(m: Machine) -> Machine:
-    """A detected CPU machine with a measured copy bandwidth and an estimated FLOP/s, both labelled."""
-    bw = measure_copy_bandwidth()
+    """A detected CPU machine with a measured copy bandwidth (median of repeated trials, with its spread,
+    time and how busy the host was) and an estimated FLOP/s, both labelled."""
+    bw = measure_bandwidth()
     flops, why = estimate_cpu_flops()
-    sources = {**m.sources, "bandwidth": "measured on this host: memcpy copy bandwidth (read + write), best of 5",
+    busy = host_load.observe(bw)
+    sources = {**m.sources, "bandwidth": (f"measured on this host: memcpy copy bandwidth (read + write), median of "
+                                          f"{bw.kept} of {bw.trials} trials ({bw.clock})"),
                "flops": why}
-    return replace(m, bandwidth_bytes_per_s=int(bw), peak_flops={**dict.fromkeys(FLOP_DTYPES), "bf16": flops,
-                                                                 "fp16": flops},
-                   sources=sources, notes=(*(n for n in m.notes if "not in the catalog" not in n),
-                                           f"'{m.devices[0].name}' is not in the catalog: bandwidth measured on this "
-                                           f"host, FLOP/s estimated"))
+    notes = (*(n for n in m.notes if "not in the catalog" not in n),
+             f"'{m.devices[0].name}' is not in the catalog: bandwidth measured on this host, FLOP/s estimated",
+             *((busy,) if busy else ()))
+    return replace(m, bandwidth_bytes_per_s=int(bw.median), peak_flops={**dict.fromkeys(FLOP_DTYPES), "bf16": flops,
+                                                                       "fp16": flops},
+                   sources=sources, notes=notes, measured={"bandwidth": bw}, contention=busy,
+                   measured_at=time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()))

@@ -36,7 +36,8 @@ from ..speed.model import Costs
 from . import hybrid, load, mtp_depth
 from .drafting_stop import policies_for
 from .load import BatchPoint
-from .roof import bandwidth_share, compute_share, roofline_machine  # noqa: F401  (plan.roofline_machine)
+from .machine_spread import widen_by_machine
+from .roof import bandwidth_share, compute_share, measured_ends, roofline_machine  # noqa: F401  (plan.roofline_machine)
 
 # Per engine (engines/*.py): the KV cache types worth trying, unquantised first (Engine.kv_options: quantised
 # KV is not lossless), its own pairing verdict, and whether a refusal has a heterogeneous-vocabulary
@@ -211,6 +212,7 @@ def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compat
                             verify_bounds=costs.verify_bounds, k_fixed=k_fixed, overhead_low_s=costs.overhead_low_s,
                             adaptive=p), p) for p in policies_for(engine, method.kind, adaptive)]
     (pred, policy), others = priced[0], priced[1:]  # the first policy is the plan; the others are priced beside it
+    pred = widen_by_machine(pred, costs, alpha, k_max, policy)
     reasons = list(pred.reasons) + [r for r in (mtp_depth.reason(problem.target, method, pred.k_best),) if r]
     reasons += [f"every round drafting K={o.k_best} (--draft-p-min 0) prices {o.speedup:.2f}x against "
                 f"{pred.speedup:.2f}x with the confidence stop (the stop is what published llama-server sweeps ran)"
@@ -328,11 +330,19 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
         roof = roofline_machine(machine, layout, engine)
         curves: dict[tuple, tuple[roofline.ForwardCost, ...]] = {}  # the target's depend on the KV type only
 
-        def costs_for(method: DraftingMethod, s: Settings) -> Costs:
-            key = (s.kv_dtype, s.context, s.batch)
+        ends = measured_ends(machine, layout, engine)
+
+        def at(r: roofline.Roof, method: DraftingMethod, s: Settings) -> Costs:
+            key = (id(r), s.kv_dtype, s.context, s.batch)
             if key not in curves:
-                curves[key] = roofline.verify_costs(target, roof, context=s.context, n_max=k_max + 1, settings=s)
-            return roofline_verify(curves[key], method.step_s(roof, s), roof.name, s)
+                curves[key] = roofline.verify_costs(target, r, context=s.context, n_max=k_max + 1, settings=s)
+            return roofline_verify(curves[key], method.step_s(r, s), roof.name, s)
+
+        def costs_for(method: DraftingMethod, s: Settings) -> Costs:
+            c = at(roof, method, s)
+            if ends is None:
+                return c
+            return replace(c, machine_spread=tuple(at(r, method, s) for r in ends[0]), machine_spread_source=ends[1])
     options = []
     for method in conditioned(cands, temperature=temperature, workload=workload,
                               rule=engines.get(engine).sampled_acceptance):

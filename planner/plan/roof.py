@@ -7,6 +7,7 @@ each share is an engine fact with its source (engines/*.py), applied here once.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import cast
 
 from .. import engines
@@ -84,3 +85,16 @@ def bandwidth_share(engine: str | None, kind: str) -> tuple[float, str]:
     if engine is None:
         return 1.0, "peak bandwidth"
     return engines.get(engine).bandwidth_efficiency.get(kind, (1.0, "peak bandwidth (no measured share)"))
+
+
+def measured_ends(machine: Machine, layout: fit.Layout, engine: str | None = None
+                  ) -> tuple[tuple[roofline.Roof, roofline.Roof], str] | None:
+    """Roofs at the low and high quartile of the machine's measured bandwidth (fits/machine_detect.py), and
+    a line naming them; None when the bandwidth was not measured or its trials did not spread."""
+    s = machine.measured.get("bandwidth")
+    if s is None or not s.q1 < s.q3 or not machine.bandwidth_bytes_per_s:
+        return None
+    ends = tuple(roofline_machine(replace(machine, bandwidth_bytes_per_s=int(b)), layout, engine) for b in (s.q1, s.q3))
+    why = (f"the measured bandwidth's spread {s.q1 / 1e9:.1f}-{s.q3 / 1e9:.1f} GB/s (IQR of {s.kept} trials, "
+           f"{machine.measured_at or 'this run'})")
+    return (ends[0], ends[1]), why

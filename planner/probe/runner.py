@@ -119,7 +119,7 @@ def _finish(tcurve: ModelCurve, dcurve: ModelCurve | None, *, vocab: int, st: Pr
     threads += ", thread CPU time (not wall time)" if st.clock == "thread" else ""
     return Profile(device=device, device_name=device_name(device), backend=backend, dtype=dtype,
                    context=st.context, target=tcurve, draft=dcurve, overhead_s=overhead, overhead_parts=parts,
-                   acceptance=acceptance, diagnosis=diagnose(tcurve, dcurve, overhead, acceptance),
+                   acceptance=acceptance, diagnosis=diagnose(tcurve, dcurve, overhead, acceptance, device),
                    versions=library_versions(), timestamp=now(), budget_s=budget, elapsed_s=dl.elapsed(),
                    notes=(f"K_max {st.max_k}, context {st.context}, temperature {st.temperature:g}, median of "
                           f"{st.repeats} after {st.warmup} warm-up{threads}", *notes))

@@ -65,7 +65,12 @@ def best_speedup(verify_s: Sequence[float], step_s: float, overhead_s: float, *,
     return best
 
 
-def _verify_findings(curve: ModelCurve) -> list[Finding]:
+# backends where a non-parallel verify curve has a known, named cause (issue #28: name only the
+# measured backend's mechanisms): quantised Metal mat-vec kernels run an n-token batch as n passes
+METAL_BACKENDS = ("mps", "metal", "apple")
+
+
+def _verify_findings(curve: ModelCurve, device: str | None = None) -> list[Finding]:
     v = curve.verify_s
     n = len(v)
     if n < 2:
@@ -76,8 +81,9 @@ def _verify_findings(curve: ModelCurve) -> list[Finding]:
     if s >= constants.VERIFY_SLOPE_BAD:
         out.append(Finding("verify_not_parallel", "problem",
                            f"verification is not batch-parallel: {ratio_txt}; each drafted token costs about "
-                           f"a target step, so speculation cannot pay on this backend (the quantised-Metal "
-                           f"failure). Try f16/bf16 weights, another backend or kernel.", r))
+                           f"a target step, so speculation cannot pay on this backend"
+                           f"{' (the quantised-Metal failure)' if (device or '').lower() in METAL_BACKENDS else ''}. "
+                           f"Try f16/bf16 weights, another backend or kernel.", r))
     elif s >= constants.VERIFY_SLOPE_WARN:
         out.append(Finding("verify_partly_parallel", "warning",
                            f"verification is only partly batch-parallel: {ratio_txt}; large K will not pay.", r))
@@ -107,7 +113,7 @@ def _draft_findings(target: ModelCurve, draft: ModelCurve) -> list[Finding]:
 
 
 def diagnose(target: ModelCurve, draft: ModelCurve | None, overhead_s: float,
-             acceptance: MeasuredAcceptance | None = None) -> tuple[Finding, ...]:
+             acceptance: MeasuredAcceptance | None = None, device: str | None = None) -> tuple[Finding, ...]:
     """Name the mechanism that makes speculation pay or not, from the measured ratios.
 
     Args:
@@ -115,12 +121,13 @@ def diagnose(target: ModelCurve, draft: ModelCurve | None, overhead_s: float,
         draft: the draft's curve (its step t_d), or None when only the target was probed.
         overhead_s: per-round overhead t_o.
         acceptance: measured acceptance, if any; adds the expected speed-up at it.
+        device: the backend measured (cpu, cuda, mps); a mechanism is named only for its own backend.
 
     Returns:
         Findings, most fundamental first: verification parallelism, draft cost, the ceiling
         speed-up at perfect acceptance, and (with acceptance) the expected speed-up.
     """
-    out = _verify_findings(target)
+    out = _verify_findings(target, device)
     if draft is None:
         return tuple(out)
     out += _draft_findings(target, draft)

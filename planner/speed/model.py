@@ -275,6 +275,10 @@ class Costs:
     verify_high_s: tuple[float, ...] | None = None
     # t_o at the optimistic end (the engine's per-sequence speculation cost hidden); None: overhead_s only
     overhead_low_s: float | None = None
+    # the same costs at the ends of the machine's measured spread (e.g. bandwidth q1 and q3): the plan's
+    # interval takes them in (plan/recommend.py widen_by_machine); empty: the machine figures are exact
+    machine_spread: tuple[Costs, ...] = ()
+    machine_spread_source: str | None = None
 
     @property
     def verify_bounds(self) -> tuple[tuple[float, ...], tuple[float, ...]] | None:
