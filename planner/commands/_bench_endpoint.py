@@ -12,8 +12,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import typer
-
 from .. import engines
 from ..bench import endpoint as E
 from ..bench.endpoint_profile import build_profile, measured_costs, tokens_per_round
@@ -36,7 +34,7 @@ from ..speed.acceptance import accepted_per_drafted
 from ..speed.adaptive import EVERY_ROUND
 from ..speed.model import Costs
 from ..speed.profile_file import save_profile
-from ._common import emit, warn
+from ._common import emit, say, warn
 
 LLAMA = E.LLAMA  # --engine's default: the engine whose per-request timings the loop reads best
 KIND_OF_WORKLOAD = {"chat": ("chat",), "code": ("code",), "reasoning": ("math",), "prose": ("prose",),
@@ -85,7 +83,7 @@ def bench_endpoint(target: str, draft: str | None, *, endpoint: str, engine: str
     build = _build_info(ep, eng, timeout_s)
 
     def progress(msg: str) -> None:
-        typer.echo(f"bench: {msg}", err=True)
+        say(f"bench: {msg}", err=True)
 
     progress(f"warm-up request to {ep.url}")
     E.run(ep, eng, reqs[:1], tokens=min(tokens, 8), concurrency=1, temperature=temperature, timeout_s=timeout_s)
@@ -100,7 +98,7 @@ def bench_endpoint(target: str, draft: str | None, *, endpoint: str, engine: str
     if as_json:
         emit(doc)
     else:
-        typer.echo(endpoint_text(doc))
+        say(endpoint_text(doc))
     speedup = doc["measured"]["speedup"]
     return 1 if speedup is not None and speedup <= 1.0 else 0
 
