@@ -21,6 +21,14 @@ def _offline(monkeypatch, tmp_path_factory):
 
 
 @pytest.fixture(autouse=True)
+def _fresh_memo():
+    """Each test starts with no memoised values (planner/core/memo.py), whatever the last one patched."""
+    from planner.core import memo
+
+    memo.clear()
+
+
+@pytest.fixture(autouse=True)
 def _no_particular_host(monkeypatch):
     """`planner memory` sizes for the host it runs on (fits/machine_detect.py host_kind); tests read the same on
     every machine unless they set SPEC_PLANNER_HOST_KIND themselves."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import difflib
 
+from ..core import memo
 from ..core.errors import UsageError
 from . import llamacpp, mlx, sglang, transformers, vllm
 from .base import Engine, LaunchInput, Verdict
@@ -27,13 +28,16 @@ GGUF_ENGINE = llamacpp.NAME
 
 
 def register(engine: Engine) -> None:
-    """Add (or replace) an engine; its name and aliases become valid everywhere."""
+    """Add (or replace) an engine; its name and aliases become valid everywhere (memoised values keyed by
+    an engine's name are forgotten: core/memo.py)."""
     _REGISTRY[engine.name] = engine
+    memo.clear()
 
 
 def unregister(name: str) -> None:
     """Remove a registered engine (tests remove the toy engine they added)."""
     _REGISTRY.pop(name, None)
+    memo.clear()
 
 
 def all_engines() -> tuple[Engine, ...]:

@@ -17,7 +17,7 @@ from functools import lru_cache
 from types import MappingProxyType
 
 from .. import engines
-from ..core import dtypes, quant
+from ..core import dtypes, memo, quant
 from ..core.constants import DEFAULT_CONTEXT
 from ..core.errors import UsageError
 from ..core.spec import FULL, MLA, NONE, SLIDING, LayerSpec, ModelSpec, TensorInfo
@@ -174,7 +174,15 @@ def kv_per_token(spec: ModelSpec, s: Settings) -> int:
 
 
 def kv_cache(spec: ModelSpec, s: Settings, context: int) -> tuple[int, int]:
-    """(KV cache bytes incl. state, of which recurrent state bytes) for the whole batch."""
+    """(KV cache bytes incl. state, of which recurrent state bytes) for the whole batch.
+
+    Memoised per spec (core/memo.py): it does not depend on the machine, and a fleet report asks for
+    the same (spec, settings, context) once per machine and per fit search step.
+    """
+    return memo.per_object(spec, ("kv_cache", s, context), lambda: _kv_cache(spec, s, context))
+
+
+def _kv_cache(spec: ModelSpec, s: Settings, context: int) -> tuple[int, int]:
     fmt = kv_format(s.kv_dtype, spec.dtype, s.engine)
     swa = runs_swa(spec, s)
     kv = sum(layer_token_bytes(layer, fmt, s.engine) * layer_tokens_held(layer, s, context, swa=swa)

@@ -27,6 +27,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+from ..core import memo
 from ..core.constants import (
     PRIOR_CROSS_FAMILY,
     PRIOR_CROSS_FAMILY_SOURCE,
@@ -79,6 +80,7 @@ def alpha_from_tau(tau: float, k: int) -> float:
     return alpha_for_expected(tau, k)
 
 
+@memo.cached(maxsize=4096)  # pure: a fleet report converts the same catalogued numbers per target x machine
 def to_alpha(value: float, convention: str, k: int | None = None) -> float:
     """Convert one number in `convention` to alpha.
 
@@ -203,6 +205,7 @@ class PairEntry:
         return None
 
 
+@memo.cached(maxsize=4096)  # a frozen entry's conversion: once per entry, not once per target x machine
 def entry_acceptance(entry: PairEntry) -> Acceptance | None:
     """The entry's acceptance converted to alpha by code (None when it published none).
 

@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from ..core import memo
 from ..core.constants import PRIOR_CROSS_FAMILY, PRIOR_CROSS_FAMILY_SOURCE, catalog_dir
 from ..core.errors import ConfigError
 from ..core.jsonio import read_json
@@ -91,8 +92,20 @@ def prior(target_family: str | None, draft_family: str | None, c: Conditions, *,
         ...     prior("qwen2.5", "qwen2.5", Conditions(draft_params=1_543_714_304)).alpha
         True
     """
-    t = adjustments() if table is None else table
-    entries = acc.load_pairs() if pairs is None else tuple(pairs)
+    if pairs is None and table is None:  # the bundled catalogs: one prior per value, shared by every machine
+        return _catalog_prior(target_family, draft_family, c, str(catalog_dir()))
+    return _prior(target_family, draft_family, c, acc.load_pairs() if pairs is None else tuple(pairs),
+                  adjustments() if table is None else table)
+
+
+@memo.cached(maxsize=4096)
+def _catalog_prior(target_family: str | None, draft_family: str | None, c: Conditions, directory: str) -> Acceptance:
+    """`prior` on the catalogs in `directory` (part of the key: SPEC_PLANNER_CATALOG may move them)."""
+    return _prior(target_family, draft_family, c, acc.load_pairs(), adjustments())
+
+
+def _prior(target_family: str | None, draft_family: str | None, c: Conditions,
+           entries: Sequence[acc.PairEntry], t: Mapping[str, Any]) -> Acceptance:
     tf, df = acc.lineage(target_family), acc.lineage(draft_family)
     exact = [e for e in entries if acc.lineage(e.target_family) == tf and acc.lineage(e.draft_family) == df]
     pool, extra = _normalised(exact, t), 0.0

@@ -24,6 +24,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from ..core import memo
 from ..core.constants import DRAFT_RATIO_WARN, VERIFY_SLOPE_WARN
 from ..core.errors import UsageError
 
@@ -90,6 +91,7 @@ def expected_accepted(alpha: Alpha, k: int) -> float:
     return total
 
 
+@memo.cached(maxsize=4096)  # pure; the same inversions recur per target x machine in a report
 def alpha_for_expected(tokens: float, k: int) -> float:
     """The constant alpha at which E(K) equals `tokens` (inverse of `expected_accepted`).
 

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 from .. import engines
-from ..core import quant
+from ..core import memo, quant
 from ..core.errors import MachineError, UsageError
 from ..core.spec import CHUNKED, NONE, SLIDING, ModelSpec
 from ..engines.base import share_key
@@ -125,7 +125,9 @@ def kv_bytes_moved(spec: ModelSpec, s: Settings, context: int, n: int) -> int:
     one = replace(s, batch=1, context=context)
     read, state = memory.kv_cache(spec, one, context)
     fmt = memory.kv_format(one.kv_dtype, spec.dtype, one.engine)
-    rows = sum(memory.layer_token_bytes(layer, fmt, one.engine) for layer in spec.layers if layer.has_kv)
+    # the row sum is the spec's at this format and engine: once per spec (core/memo.py), not per n x machine
+    rows = memo.per_object(spec, ("kv_rows", fmt, one.engine), lambda: sum(
+        memory.layer_token_bytes(layer, fmt, one.engine) for layer in spec.layers if layer.has_kv))
     return read + n * rows + state
 
 
