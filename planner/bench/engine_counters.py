@@ -85,7 +85,9 @@ def llama_timings(reply: Mapping[str, Any], where: str) -> RequestCounters:
         return float(v)
 
     drafted, accepted = num("draft_n", True), num("draft_n_accepted", True)
-    return RequestCounters(tokens=int(num("predicted_n")), decode_s=num("predicted_ms") / 1e3,
+    tokens, decode_ms = num("predicted_n"), num("predicted_ms")
+    assert tokens is not None and decode_ms is not None  # required fields: num raised otherwise
+    return RequestCounters(tokens=int(tokens), decode_s=decode_ms / 1e3,
                            prompt_s=(num("prompt_ms", True) or 0.0) / 1e3,
                            drafted=None if drafted is None else int(drafted),
                            accepted=None if accepted is None else int(accepted))

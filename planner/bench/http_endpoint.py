@@ -103,7 +103,8 @@ def exchange(ep: Endpoint, method: str, path: str, body: dict[str, Any] | None =
 
 def _read_capped(resp: http.client.HTTPResponse, max_bytes: int, deadline: float, where: str) -> bytes:
     """The body in chunks, refused past `max_bytes` or past the deadline (a server trickling bytes)."""
-    chunks, n = [], 0
+    chunks: list[bytes] = []
+    n = 0
     while True:
         if time.monotonic() > deadline:
             raise TimeoutError("deadline passed while reading the body")

@@ -117,11 +117,11 @@ def check(
     else:
         say(check_table(report))
     if on_actions:
-        annotations(report, policy.path)
+        write_annotations(report, policy.path)
     raise typer.Exit(0 if report.passed else 1)
 
 
-def annotations(report: Any, policy_path: str) -> None:
+def write_annotations(report: Any, policy_path: str) -> None:
     """GITHUB_ACTIONS=true: an ::error per failed requirement and a ::warning per skipped one (stderr, so
     --json stays clean; the runner reads both streams). The only output lines allowed to start `::`."""
     for r in report.results:

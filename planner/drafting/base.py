@@ -58,9 +58,15 @@ def engine_support(engine: str, kind: str) -> Compatibility:
 class DraftingMethod(Protocol):
     """One way to draft tokens for a target. Implementations: drafting/draft_model.py."""
 
-    kind: str  # "draft_model" (later: "eagle3", "mtp", "ngram")
-    label: str  # what tables show: the draft's id
-    ref: str | None  # what launch commands name: the path or Hub id the user gave
+    # read-only members (properties), so frozen dataclasses satisfy the protocol
+    @property
+    def kind(self) -> str: ...  # "draft_model", "eagle3", "mtp", "ngram", "early_exit"
+
+    @property
+    def label(self) -> str: ...  # what tables show: the draft's id
+
+    @property
+    def ref(self) -> str | None: ...  # what launch commands name: the path or Hub id the user gave
 
     def resident_model(self) -> ModelSpec | None:
         """The extra model resident beside the target (its weights, KV cache and activations), or None."""

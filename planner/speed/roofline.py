@@ -48,8 +48,12 @@ LABEL = "roofline"
 class MachineLike(Protocol):
     """What the roofline needs from a machine (catalogs/machines/<slug>.json figures)."""
 
-    bandwidth_bytes_per_s: float
-    peak_flops: Mapping[str, float]  # keys: "bf16", "fp16", "fp8", "int8"
+    # read-only members (properties), so frozen dataclasses (Machine, Roof) satisfy the protocol
+    @property
+    def bandwidth_bytes_per_s(self) -> float: ...
+
+    @property
+    def peak_flops(self) -> Mapping[str, float]: ...  # keys: "bf16", "fp16", "fp8", "int8"
 
 
 @dataclass(frozen=True)
