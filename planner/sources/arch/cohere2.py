@@ -10,24 +10,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from . import cohere
 from .base import ArchSpec
-from .decoder import DecoderArgs, Style, build
+from .decoder import Style, build
 
 
 @dataclass
-class Args(DecoderArgs):
-    """Cohere2Config defaults."""
+class Args(cohere.Args):
+    """Cohere2Config defaults: CohereConfig's sizes, plus the sliding pattern."""
 
-    vocab_size: int = 256000
-    hidden_size: int = 8192
-    intermediate_size: int = 22528
-    num_hidden_layers: int = 40
-    num_attention_heads: int = 64
-    max_position_embeddings: int = 8192
-    tie_word_embeddings: bool = True
     sliding_window: int | None = 4096
     sliding_window_pattern: int | None = 4
-    logit_scale: float = 0.0625
 
 
 def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
