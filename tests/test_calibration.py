@@ -108,12 +108,29 @@ def derive(e: Calibration) -> float:
         return ENTRIES[tuple(fit["entry"].split("/"))].value
     if e.method == "two_point":
         return _two_point(fit)
+    if e.method == "assumed":  # nothing to fit: the number it stands for where the code keeps its own copy
+        return site_value(fit["at"]) if "at" in fit else e.value
     if e.method == "implied_share":
         share = statistics.median(implied_share(r) for r in e.rows)
         if "relative_to" in fit:
             share /= ENTRIES[tuple(fit["relative_to"].split("/"))].value
         return share
     raise AssertionError(f"no re-derivation for fit method {e.method}")
+
+
+def site_value(at: str) -> float:
+    """The number `at` names: 'catalogs/acceptance.json:workload.code.widen_low' (a path of keys) or
+    'planner.core.constants:PRIOR_CROSS_FAMILY[1]' (a module attribute, optionally indexed)."""
+    where, path = at.split(":")
+    if where.endswith(".json"):
+        x = json.loads((REPO / where).read_text())
+        for k in path.split("."):
+            x = x[k]
+        return float(x)
+    import importlib
+    name, _, index = path.partition("[")
+    x = getattr(importlib.import_module(where), name)
+    return float(x[int(index.rstrip("]"))] if index else x)
 
 
 def agrees(e: Calibration, derived: float) -> bool:
@@ -137,6 +154,9 @@ def test_every_entry_follows_from_its_points_and_a_ten_percent_change_does_not(k
     e = ENTRIES[key]
     derived = derive(e)
     assert agrees(e, derived), f"{'/'.join(key)}: catalogued {e.value}, re-derived {derived}"
+    if e.method == "assumed":  # a stated assumption: a reason, no rows; a 10% change is a new assumption
+        assert e.fit.get("reason") and not e.rows and not e.held_out, f"{'/'.join(key)}: assumed without a reason"
+        return
     if e.value == 0.0:  # a term with nothing left for it (SGLang's hidden per-step cost): re-derived as zero
         assert derived <= 0.0 or e.fit.get("formula", "").startswith("max(0,")
         return
@@ -202,7 +222,8 @@ ALLOWED_LITERALS = {
     0.99: "acceptance clamp below 1 (a rate of 1 makes E(K) = K + 1 exactly)", 0.01: "acceptance clamp above 0",
     0.9: "diagnosis: a 10% drop between neighbouring K counts as a drop (a reporting threshold)",
 }
-SCANNED = sorted([*(REPO / "planner" / "speed").glob("*.py"), *(REPO / "planner" / "engines").glob("*_speed.py")])
+SCANNED = sorted([*(REPO / "planner" / "speed").glob("*.py"), *(REPO / "planner" / "engines").glob("*_speed.py"),
+                  REPO / "planner" / "drafting" / "priors.py"])
 
 
 def _float_literals(path: Path) -> list[tuple[int, float]]:

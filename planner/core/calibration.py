@@ -30,7 +30,9 @@ ANY = "any"  # machine class of a constant that holds on every machine the engin
 #   equal_to  assumed equal to another entry (an engine without its own measurement)
 #   two_point the (share, fixed cost) fit t = bytes / (share x peak) + fixed on a small and a large model
 #   implied_share  share = streamed bytes / (peak x (1/t - overhead)) of the rows, then median
-FIT_METHODS = ("formula", "median", "mean", "equal_to", "two_point", "implied_share")
+#   assumed   a stated assumption with no data to fit (fit.reason says why; fit.at names the code or catalog
+#             number it stands for where the code keeps its own copy): nothing to re-derive, so it is no fit
+FIT_METHODS = ("formula", "median", "mean", "equal_to", "two_point", "implied_share", "assumed")
 _FIELDS = ("engine", "machine_class", "term", "value", "unit", "fit", "rows", "held_out", "source")
 _MAX_BYTES = 1 << 20
 
