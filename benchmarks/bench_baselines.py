@@ -85,12 +85,14 @@ def predict(row: dict[str, Any]) -> dict[str, Any]:
 
 def group_key(row: dict[str, Any]) -> str:
     """'engine share-key MoE|dense (role)': the share key the engine prices this machine under by default."""
+    from planner import engines
     from planner.fits.fit import default_layout
     from planner.fits.machine_lookup import get_machine
     from planner.plan.roof import share_key
 
     m = get_machine(row["machine"])
-    kind = share_key(row["engine"], m, default_layout(m.n_devices, row["engine"]).tp)
+    e = engines.get(row["engine"])
+    kind = share_key(e, m, default_layout(m.n_devices, e).tp)
     return f"{row['engine']} {kind} {'MoE' if row.get('moe') else 'dense'} ({row['role']})"
 
 

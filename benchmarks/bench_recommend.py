@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 
+from planner import engines
 from planner.drafting import DraftModel
 from planner.plan import recommend as plan
 
@@ -47,8 +48,10 @@ def main() -> None:
         if s.weights.resident_bytes < t.weights.resident_bytes:
             cands.append(DraftModel(s, e["id"]))
 
+    vllm = engines.get("vllm")
+
     def run_all() -> None:
-        plan.recommend(t, t.id, m, engine="vllm", context=8192, candidates=cands)
+        plan.recommend(t, t.id, m, engine=vllm, context=8192, candidates=cands)
 
     whole = median_s(run_all)
     print(f"recommend({target}) over {len(cands)} catalog candidates x KV dtypes on {machine}: "

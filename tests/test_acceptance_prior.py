@@ -161,8 +161,8 @@ def test_draft_model_prior_moves_with_its_size_and_format():
 def test_recommend_passes_temperature_to_the_prior():
     t, d = load_spec("qwen2.5-14b-instruct"), load_spec("qwen2.5-1.5b-instruct")
     m = get_machine("m4-max-128gb")
-    greedy = P.recommend(t, t.id, m, engine="llama.cpp", context=4096, candidates=[DraftModel(d, d.id)])
-    sampled = P.recommend(t, t.id, m, engine="llama.cpp", context=4096, candidates=[DraftModel(d, d.id)],
+    greedy = P.recommend(t, t.id, m, engine=engines.get("llama.cpp"), context=4096, candidates=[DraftModel(d, d.id)])
+    sampled = P.recommend(t, t.id, m, engine=engines.get("llama.cpp"), context=4096, candidates=[DraftModel(d, d.id)],
                           temperature=0.8)
     g, s = greedy.plans[0].acceptance, sampled.plans[0].acceptance
     table = ap.adjustments()
@@ -205,7 +205,7 @@ def test_recommend_applies_the_engines_sampled_acceptance_rule():
     t, d = load_spec("qwen2.5-14b-instruct"), load_spec("qwen2.5-1.5b-instruct")
     m = get_machine("m4-max-128gb")
     kappa = ap.adjustments()["confidence"]["kappa"]
-    plans = {e: {temp: P.recommend(t, t.id, m, engine=e, context=4096, candidates=[DraftModel(d, d.id)],
+    plans = {e: {temp: P.recommend(t, t.id, m, engine=engines.get(e), context=4096, candidates=[DraftModel(d, d.id)],
                                    temperature=temp).plans[0].acceptance for temp in (0.0, 0.8)}
              for e in ("mlx", "llama.cpp")}
     greedy = plans["llama.cpp"][0.0].alpha
@@ -221,13 +221,13 @@ def test_heterogeneous_fallback_uses_the_number_pair_prints():
     t, d = load_spec("qwen2.5-7b-instruct"), load_spec("qwen2.5-0.5b-instruct")
     report = pairing.pair(t, d)
     assert report.heterogeneous.tli_acceptance.value == 0.61
-    compat = DraftModel(d, d.id).compatibility(t, "vllm")
+    compat = DraftModel(d, d.id).compatibility(t, engines.get("vllm"))
     assert compat.fallback and compat.tli_alpha == 0.61
-    rec = P.recommend(t, t.id, get_machine("rtx-4090"), engine="vllm", context=4096,
+    rec = P.recommend(t, t.id, get_machine("rtx-4090"), engine=engines.get("vllm"), context=4096,
                       candidates=[DraftModel(d, d.id)])
     a = rec.plans[0].acceptance
     assert a.alpha == 0.61 and a.low == pytest.approx(0.51)  # one published pair per overlap: +/- 0.1
-    llama = P.recommend(t, t.id, get_machine("rtx-4090"), engine="llama.cpp", context=4096,
+    llama = P.recommend(t, t.id, get_machine("rtx-4090"), engine=engines.get("llama.cpp"), context=4096,
                         candidates=[DraftModel(d, d.id)])
     assert llama.plans[0].acceptance.alpha > 0.61  # llama.cpp runs the pair plainly: no cap
 

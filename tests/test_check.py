@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 
 import pytest
 
+from planner import engines
 from planner.fits import fit
 from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings
@@ -57,7 +58,7 @@ def headroom_of(machine, target=TARGET, draft=DRAFT, engine="vllm", context=8192
     """Independent fit of the same deployment: what check must report as headroom."""
     s = Settings(context=context, engine=engine, spec_tokens=k_rows if draft else 0)
     m = get_machine(machine)
-    p = fit.Problem(load_spec(target), m, s, fit.default_layout(m.n_devices, engine),
+    p = fit.Problem(load_spec(target), m, s, fit.default_layout(m.n_devices, engines.get(engine)),
                     draft=load_spec(draft) if draft else None)
     devs = fit.evaluate(p, context, 1)
     return min(d.headroom_bytes for d in devs), sum(d.used_bytes for d in devs)

@@ -99,11 +99,11 @@ def test_head_sized_exactly_from_a_real_safetensors_header(tmp_path):
 def test_head_for_another_target_is_refused_with_the_reason():
     head = next(x for x in heads.entries() if x.id == "yuhuili/EAGLE3-LLaMA3.1-Instruct-8B").head()
     qwen = load_spec("Qwen/Qwen3-8B")
-    c = Eagle3(head).compatibility(qwen, "vllm")
+    c = Eagle3(head).compatibility(qwen, engines.get("vllm"))
     assert not c.runs and c.verdict.failed_rule == "head_target" and "151936" in c.verdict.detail
     llama = load_spec("llama-3.1-8b-instruct")
-    assert Eagle3(head).compatibility(llama, "vllm").runs
-    mlx = Eagle3(head).compatibility(llama, "mlx")
+    assert Eagle3(head).compatibility(llama, engines.get("vllm")).runs
+    mlx = Eagle3(head).compatibility(llama, engines.get("mlx"))
     assert not mlx.runs and mlx.verdict.failed_rule == "method" and "draft-model" in mlx.verdict.detail
 
 
@@ -177,8 +177,8 @@ def test_ngram_keeps_nothing_resident_and_runs_where_the_engine_has_it():
     t = load_spec("llama-3.1-8b-instruct")
     m = NgramLookup("code")
     assert m.resident_model() is None and m.launch_fields()["draft"] is None
-    assert {e for e in engines.names() if m.compatibility(t, e).runs} == {"llama.cpp", "vllm", "sglang",
-                                                                         "transformers"}
+    assert {e.name for e in engines.all_engines() if m.compatibility(t, e).runs} == {"llama.cpp", "vllm", "sglang",
+                                                                                    "transformers"}
 
 
 # --- MTP layers ----------------------------------------------------------------------------------
@@ -214,14 +214,14 @@ def _eight_h200():
 
 def test_deepseek_with_mtp_gets_an_mtp_plan_with_those_bytes():
     t, nbytes = _deepseek_with_mtp()
-    rec = P.recommend(t, t.id, _eight_h200(), engine="vllm", context=4096, methods=("mtp",))
+    rec = P.recommend(t, t.id, _eight_h200(), engine=engines.get("vllm"), context=4096, methods=("mtp",))
     plan = rec.plans[0]
     assert plan.method.kind == "mtp" and plan.fits and plan.compatible
     assert memory.weights(plan.problem.draft, plan.problem.settings)[0] == nbytes
     assert json.loads(plan.launch["speculative_config"]) == {"method": "mtp", "num_speculative_tokens": plan.k}
     # DeepSeek-V3 report: 85-90% second-token acceptance is in the prior's evidence
     assert "2412.19437" in plan.acceptance.source
-    without = P.recommend(dataclasses.replace(t, mtp=None), t.id, _eight_h200(), engine="vllm", context=4096,
+    without = P.recommend(dataclasses.replace(t, mtp=None), t.id, _eight_h200(), engine=engines.get("vllm"), context=4096,
                           methods=("mtp",))
     assert not without.plans and any("ships no MTP layers" in n for n in without.notes)
 
@@ -240,9 +240,9 @@ def test_early_exit_runs_only_in_transformers_and_costs_a_fraction_of_the_target
     t = load_spec("llama-3.1-8b-instruct")
     m = EarlyExit(t)
     assert m.exit_at == 8  # 32 layers // 4
-    assert {e for e in engines.names() if m.compatibility(t, e).runs} == {"transformers"}
+    assert {e.name for e in engines.all_engines() if m.compatibility(t, e).runs} == {"transformers"}
     assert m.resident_model().weights.resident_bytes == 0 and m.resident_model().n_layers == 8
-    roof = P.roofline_machine(get_machine("h100-sxm"), P.fit.default_layout(1, "transformers"), "transformers")
+    roof = P.roofline_machine(get_machine("h100-sxm"), P.fit.default_layout(1, engines.get("transformers")), engines.get("transformers"))
     s = Settings(context=4096, engine="transformers")
     full = P.roofline.draft_step_s(t, roof, context=4096, settings=s)
     assert 0.2 * full < m.step_s(roof, s) < 0.5 * full  # 8 of 32 layers + the lm_head
@@ -254,7 +254,7 @@ def test_early_exit_runs_only_in_transformers_and_costs_a_fraction_of_the_target
 
 def test_self_drafting_names_what_it_leaves_out():
     t = load_spec("llama-3.1-8b-instruct")
-    runs, left = self_drafting(t, "vllm")
+    runs, left = self_drafting(t, engines.get("vllm"))
     assert [m.kind for m in runs] == ["eagle3", "ngram"]
     assert any(line.startswith("early_exit: vLLM has no") for line in left)
     assert any(line.startswith("mtp:") for line in left)

@@ -79,7 +79,7 @@ def test_toy_engine_in_pair_recommend_and_launch(toy):
     target, draft = load_spec("llama-3.1-8b-instruct"), load_spec("llama-3.2-1b-instruct")
     r = pair(target, draft)
     assert r.verdicts["toy"].compatible and "toy compares vocab_size 128256/128256" in r.verdicts["toy"].detail
-    rec = recommend(target, "meta-llama/Llama-3.1-8B-Instruct", get_machine("h100-sxm"), engine="toy",
+    rec = recommend(target, "meta-llama/Llama-3.1-8B-Instruct", get_machine("h100-sxm"), engine=engines.get("toy"),
                     context=4096, candidates=None)
     assert rec.engine == "toy" and rec.plans
     best = rec.plans[0]
@@ -101,5 +101,5 @@ def test_engine_facts_are_read_from_the_engine_not_its_name(toy):
 
     dev = get_machine("h100-sxm").devices[0]
     engines.register(replace(vllm.ENGINE, name="toy", aliases=(), gpu_utilization=0.5))
-    assert device_budget(dev, "toy").budget_bytes == dev.memory_bytes // 2
-    assert device_budget(dev, "vllm").budget_bytes == int(dev.memory_bytes * 0.92)  # vllm/config/cache.py:215
+    assert device_budget(dev, engines.get("toy")).budget_bytes == dev.memory_bytes // 2
+    assert device_budget(dev, engines.get("vllm")).budget_bytes == int(dev.memory_bytes * 0.92)  # vllm/config/cache.py:215

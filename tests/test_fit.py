@@ -14,6 +14,7 @@ from dataclasses import replace
 
 import pytest
 
+from planner import engines
 from planner.core.constants import GiB, MiB
 from planner.core.errors import UsageError
 from planner.fits import fit as F
@@ -208,11 +209,11 @@ def test_single_device_split_equals_the_ledger(tmp_path, name, engine):
 
 
 def test_stage_ranges():
-    assert stage_ranges(10, 4, "vllm") == ((0, 2), (2, 5), (5, 8), (8, 10))  # get_pp_indices: [2, 3, 3, 2]
-    assert stage_ranges(94, 3, "llama.cpp") == ((0, 32), (32, 63), (63, 94))  # floor(il * 3 / 94)
-    assert stage_ranges(80, 2, "transformers") == ((0, 40), (40, 80))
+    assert stage_ranges(10, 4, engines.get("vllm")) == ((0, 2), (2, 5), (5, 8), (8, 10))  # get_pp_indices: [2, 3, 3, 2]
+    assert stage_ranges(94, 3, engines.get("llama.cpp")) == ((0, 32), (32, 63), (63, 94))  # floor(il * 3 / 94)
+    assert stage_ranges(80, 2, engines.get("transformers")) == ((0, 40), (40, 80))
     with pytest.raises(UsageError):
-        stage_ranges(4, 5, "vllm")
+        stage_ranges(4, 5, engines.get("vllm"))
 
 
 # --- Apple unified memory and CPU-only runs -------------------------------------------------
@@ -237,7 +238,7 @@ def test_apple_default_working_set_fraction():
     assert apple_working_set_fraction(32 * GiB) == pytest.approx(2 / 3)
     assert apple_working_set_fraction(64 * GiB) == 0.75
     dev = Device(0, "Apple M2", "apple", 16 * GiB)
-    assert device_budget(dev, "mlx").budget_bytes == math.floor(16 * GiB * 2 / 3)  # 10922.67 MiB, as Metal says
+    assert device_budget(dev, engines.get("mlx")).budget_bytes == math.floor(16 * GiB * 2 / 3)  # 10922.67 MiB, as Metal says
 
 
 def test_cpu_only_run_by_hand(llama8b):
@@ -255,12 +256,12 @@ def test_cpu_only_run_by_hand(llama8b):
 
 def test_detected_free_memory_caps_the_budget():
     dev = Device(0, "NVIDIA GeForce RTX 4090", "gpu", 24564 * MiB, free_bytes=10 * GiB)
-    b = device_budget(dev, "vllm")
+    b = device_budget(dev, engines.get("vllm"))
     assert b.budget_bytes == 10 * GiB and "free memory" in b.source
-    b = device_budget(replace(dev, free_bytes=None), "transformers", utilization=0.5)
+    b = device_budget(replace(dev, free_bytes=None), engines.get("transformers"), utilization=0.5)
     assert b.budget_bytes == 24564 * MiB // 2 and b.fraction == 0.5
     with pytest.raises(UsageError):
-        device_budget(dev, "vllm", utilization=1.5)
+        device_budget(dev, engines.get("vllm"), utilization=1.5)
 
 
 # --- suggestions and layouts ----------------------------------------------------------------

@@ -18,6 +18,7 @@ import time
 
 import pytest
 
+from planner import engines
 from planner.core.spec import FULL, SLIDING
 from planner.fits.memory import Settings, kv_cache, kv_per_token, layer_token_bytes
 from planner.sources import load_spec
@@ -58,7 +59,7 @@ def test_smollm2_exact_bytes_and_layers(smollm):
     assert all(layer.attention == FULL and (layer.q_heads, layer.kv_heads, layer.head_dim_k, layer.head_dim_v)
                == (9, 3, 64, 64) for layer in smollm.layers)
     # per layer and token, F16 cache: 3 KV heads x (64 + 64) x 2 B = 768 B; 30 layers
-    assert {layer_token_bytes(layer, "F16", "llama.cpp") for layer in smollm.layers} == {768}
+    assert {layer_token_bytes(layer, "F16", engines.get("llama.cpp")) for layer in smollm.layers} == {768}
     assert kv_per_token(smollm, LLAMA_CPP) == 30 * 768
     assert kv_cache(smollm, LLAMA_CPP, 8192)[0] == 30 * 768 * 8192
     # embedding 49152 x 576 + 30 x (q,o 576^2 + k,v 576 x 192 + 3 x 576 x 1536 + 2 norms) + final norm
@@ -77,7 +78,7 @@ def test_gemma3_exact_bytes_and_sliding_layers(gemma):
     assert {layer.window for layer in gemma.layers if layer.attention == SLIDING} == {512}
     assert gemma.llamacpp_swa
     per_layer = 1 * (256 + 256) * 2  # 1 KV head, key/value length 256, F16
-    assert {layer_token_bytes(layer, "F16", "llama.cpp") for layer in gemma.layers} == {per_layer}
+    assert {layer_token_bytes(layer, "F16", engines.get("llama.cpp")) for layer in gemma.layers} == {per_layer}
     assert kv_per_token(gemma, LLAMA_CPP) == 3 * per_layer
     # 8192 ctx: full layers 8192 cells; sliding layers min(8192, pad(512 + 512, 256)) = 1024 cells
     assert kv_cache(gemma, LLAMA_CPP, 8192)[0] == 3 * per_layer * 8192 + 15 * per_layer * 1024

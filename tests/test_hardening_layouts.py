@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from planner import engines
 from planner.fits import fit as F
 from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings
@@ -32,10 +33,10 @@ def test_fit_refuses_a_tp_that_does_not_divide_the_heads(args, capsys):
 
 def test_heads_rule_by_hand():
     spec = load_spec("llama-3.1-8b")
-    assert F.heads_refuse_tp(spec, 2, "vllm") is None and F.heads_refuse_tp(spec, 8, "vllm") is None
-    assert F.heads_refuse_tp(spec, 16, "vllm") is None  # 8 KV heads replicated twice over 16 ranks; 32 % 16 == 0
-    assert "32 attention heads" in F.heads_refuse_tp(spec, 3, "vllm")
-    assert "32 attention heads" in F.heads_refuse_tp(spec, 64, "vllm")
+    assert F.heads_refuse_tp(spec, 2, engines.get("vllm")) is None and F.heads_refuse_tp(spec, 8, engines.get("vllm")) is None
+    assert F.heads_refuse_tp(spec, 16, engines.get("vllm")) is None  # 8 KV heads replicated twice over 16 ranks; 32 % 16 == 0
+    assert "32 attention heads" in F.heads_refuse_tp(spec, 3, engines.get("vllm"))
+    assert "32 attention heads" in F.heads_refuse_tp(spec, 64, engines.get("vllm"))
     p = F.Problem(spec, get_machine("8x-h100-sxm"), Settings(engine="vllm"), F.Layout(tp=1, pp=8))
     assert {(lay.tp, lay.pp) for lay in _layouts(p)} == {(1, 8), (2, 4), (4, 2), (8, 1)}  # the search agrees
 

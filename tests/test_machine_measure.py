@@ -10,6 +10,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from planner import engines
 from planner.core.errors import UsageError
 from planner.fits import host_load
 from planner.fits import machine_detect as D
@@ -170,7 +171,7 @@ def _choice(cpu_host, bw):
     spec = load_spec("qwen2.5-7b-instruct")
     from planner.speed.adaptive import Adaptive
 
-    rec = P.recommend(spec, spec.id, m, engine="llama.cpp", context=4096, k_max=16, adaptive=Adaptive(0.75, 0))
+    rec = P.recommend(spec, spec.id, m, engine=engines.get("llama.cpp"), context=4096, k_max=16, adaptive=Adaptive(0.75, 0))
     return rec.choice
 
 

@@ -13,6 +13,7 @@ from dataclasses import replace
 
 import pytest
 
+from planner import engines
 from planner.core.constants import catalog_dir
 from planner.core.errors import MachineError
 from planner.fits import machine_catalog
@@ -130,7 +131,7 @@ def test_mlx_streams_at_the_one_die_share_and_the_ultra_share_on_two_dies():
     most_specific = [share_kinds(m)[0] for m in (pro, ultra, get_machine("h100-sxm"), get_machine("rtx-4090"))]
     assert tuple(most_specific) == ("apple", "apple-ultra", "gpu-hbm", "gpu")
     for m, share in ((pro, 0.85), (ultra, 0.73)):
-        roof = roofline_machine(m, default_layout(1, "mlx"), "mlx")
+        roof = roofline_machine(m, default_layout(1, engines.get("mlx")), engines.get("mlx"))
         assert roof.bandwidth_bytes_per_s == pytest.approx(m.bandwidth_bytes_per_s * share)
 
 
@@ -159,15 +160,15 @@ def test_llamacpp_on_hbm_streams_at_its_own_share_and_pays_a_fixed_cost_per_forw
                            ((145.55, 25.03, 2.0e12), (135.04, 24.61, 2.039e12), (140.62, 22.31, 1.935e12)))
     shares, fixed = sorted(f[0] for f in fits), sorted(f[1] for f in fits)
     a100 = get_machine("a100-80gb")
-    roof = roofline_machine(a100, default_layout(1, "llama.cpp"), "llama.cpp")
+    roof = roofline_machine(a100, default_layout(1, engines.get("llama.cpp")), engines.get("llama.cpp"))
     assert roof.bandwidth_bytes_per_s == pytest.approx(a100.bandwidth_bytes_per_s * shares[1], rel=0.01)
     c = forward_cost(load_spec("llama-3.1-8b-instruct"), roof, n=1, context=512,
                      settings=Settings(context=512, engine="llama.cpp"))
     assert c.overhead_s == pytest.approx(fixed[1], rel=0.01)
     # vLLM's share does not change on HBM (its Marlin figure is an A100's); a GDDR card keeps the GPU share
-    assert roofline_machine(a100, default_layout(1, "vllm"), "vllm").bandwidth_bytes_per_s == \
+    assert roofline_machine(a100, default_layout(1, engines.get("vllm")), engines.get("vllm")).bandwidth_bytes_per_s == \
         pytest.approx(a100.bandwidth_bytes_per_s * 0.75)
-    assert roofline_machine(get_machine("rtx-4090"), default_layout(1, "llama.cpp"), "llama.cpp").share_kind == "gpu"
+    assert roofline_machine(get_machine("rtx-4090"), default_layout(1, engines.get("llama.cpp")), engines.get("llama.cpp")).share_kind == "gpu"
 
 
 def test_llamacpp_on_an_ultra_streams_at_its_own_share_and_pays_a_fixed_cost_per_forward():
@@ -181,7 +182,7 @@ def test_llamacpp_on_an_ultra_streams_at_its_own_share_and_pays_a_fixed_cost_per
                            ((127.6, 9.84, 800e9), (154.6, 14.1, 819e9)))
     share, fixed = statistics.mean(f[0] for f in fits), statistics.mean(f[1] for f in fits)
     m3u = get_machine("m3-ultra-256gb")
-    roof = roofline_machine(m3u, default_layout(1, "llama.cpp"), "llama.cpp")
+    roof = roofline_machine(m3u, default_layout(1, engines.get("llama.cpp")), engines.get("llama.cpp"))
     assert roof.share_kind == "apple-ultra"
     assert roof.bandwidth_bytes_per_s == pytest.approx(m3u.bandwidth_bytes_per_s * share, rel=0.01)
     c = forward_cost(load_spec("llama-3.1-8b-instruct"), roof, n=1, context=512,
@@ -189,7 +190,7 @@ def test_llamacpp_on_an_ultra_streams_at_its_own_share_and_pays_a_fixed_cost_per
     assert c.overhead_s == pytest.approx(fixed, rel=0.01)
     # the single-die chips keep the Apple share and no fixed cost; the Metal kernel model sees an Ultra at the
     # Apple share it was calibrated at, so the Ultra's t_v(n)/t_v(1) does not flatten with its lower stream
-    pro = roofline_machine(get_machine("m4-max-128gb"), default_layout(1, "llama.cpp"), "llama.cpp")
+    pro = roofline_machine(get_machine("m4-max-128gb"), default_layout(1, engines.get("llama.cpp")), engines.get("llama.cpp"))
     assert pro.share_kind == "apple" and pro.bandwidth_bytes_per_s == pytest.approx(546e9 * 0.85)
     spec, s = load_spec("qwen2.5-7b-instruct"), Settings(context=512, engine="llama.cpp", weights_dtype="q8_0")
     at_apple_share = replace(roof, bandwidth_bytes_per_s=m3u.bandwidth_bytes_per_s * 0.85, share_kind="apple")
@@ -215,13 +216,13 @@ def test_llamacpp_on_amd_streams_at_its_own_share_fitted_on_published_rocm_decod
     share = e0 / (xtx.bandwidth_bytes_per_s * (1 / 136.5 - o0))
     e1, o1 = streamed("meta-llama-3-8b", "q4_k")  # streamed at the GDDR k-quant factor 0.777: take it out
     factor = e1 * 0.777 / (xtx.bandwidth_bytes_per_s * (1 / 105.75 - o1)) / share
-    roof = roofline_machine(xtx, default_layout(1, "llama.cpp"), "llama.cpp")
+    roof = roofline_machine(xtx, default_layout(1, engines.get("llama.cpp")), engines.get("llama.cpp"))
     assert roof.share_kind == "gpu-amd"
     assert roof.bandwidth_bytes_per_s == pytest.approx(xtx.bandwidth_bytes_per_s * share, rel=0.01)
     assert format_factor(load_spec("meta-llama-3-8b"), Settings(context=128, engine="llama.cpp", weights_dtype="q4_k"),
                          roof)[0] == pytest.approx(factor, rel=0.01)
     # engines that catalogue no AMD share keep their GPU one
-    assert roofline_machine(xtx, default_layout(1, "vllm"), "vllm").share_kind == "gpu"
+    assert roofline_machine(xtx, default_layout(1, engines.get("vllm")), engines.get("vllm")).share_kind == "gpu"
 
 
 def test_memory_type_is_one_of_the_known_kinds_and_sourced():
@@ -233,9 +234,9 @@ def test_an_moe_target_on_the_roofline_says_its_baseline_is_low_confidence():
     from planner.engines import get as engine
     from planner.plan.recommend import recommend
 
-    dense = recommend(load_spec("qwen3-4b"), "qwen3-4b", get_machine("rtx-4090"), engine="llama.cpp", context=4096,
+    dense = recommend(load_spec("qwen3-4b"), "qwen3-4b", get_machine("rtx-4090"), engine=engines.get("llama.cpp"), context=4096,
                       candidates=[])
-    moe = recommend(load_spec("qwen3-30b-a3b"), "qwen3-30b-a3b", get_machine("rtx-4090"), engine="llama.cpp",
+    moe = recommend(load_spec("qwen3-30b-a3b"), "qwen3-30b-a3b", get_machine("rtx-4090"), engine=engines.get("llama.cpp"),
                     context=4096, candidates=[])
     caveat = engine("llama.cpp").moe_baseline_caveat
     assert caveat in moe.notes and caveat not in dense.notes and "Qwen3-30B-A3B 0.54-0.58" in caveat
@@ -259,12 +260,12 @@ def test_a_tensor_parallel_group_streams_at_its_own_share_where_the_engine_catal
                          settings=Settings(context=2048, engine="sglang", weights_dtype="bf16"))
         shares.append(c.memory_s / (tpot - c.comm_s))
     h100 = get_machine("8x-h100-sxm")
-    assert share_key("sglang", h100, 8) == "gpu-tp" and share_key("sglang", h100, 1) == "gpu"
-    roof = roofline_machine(h100, default_layout(8, "sglang"), "sglang")
+    assert share_key(engines.get("sglang"), h100, 8) == "gpu-tp" and share_key(engines.get("sglang"), h100, 1) == "gpu"
+    roof = roofline_machine(h100, default_layout(8, engines.get("sglang")), engines.get("sglang"))
     assert roof.bandwidth_bytes_per_s == pytest.approx(h100.bandwidth_bytes_per_s * 8 * sum(shares) / 2, rel=0.01)
     # llama.cpp catalogues no tensor-parallel share: on HBM GPUs it keeps its HBM one (and its fixed cost)
     a100 = get_machine("8x-a100-80gb")
-    assert share_key("llama.cpp", a100, 8) == "gpu-hbm" and share_key("llama.cpp", get_machine("2x-rtx-4090"), 2) == "gpu"
+    assert share_key(engines.get("llama.cpp"), a100, 8) == "gpu-hbm" and share_key(engines.get("llama.cpp"), get_machine("2x-rtx-4090"), 2) == "gpu"
 
 
 def test_gpu_class_fields_are_known_kinds_and_sourced():

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from planner import engines
 from planner.commands._methods import parse_methods
 from planner.core.errors import UsageError
 from planner.drafting import NgramLookup, ngram_variants, self_drafting
@@ -94,9 +95,9 @@ def test_ngram_cache_has_no_key_flag():
 
 def test_a_variant_is_refused_where_the_engine_lacks_it():
     target = load_spec("llama-3.1-8b-instruct")
-    runs, left = self_drafting(target, "vllm", kinds=("ngram_mod",))
+    runs, left = self_drafting(target, engines.get("vllm"), kinds=("ngram_mod",))
     assert runs == [] and left == ["ngram-mod: vllm has no n-gram drafter 'ngram-mod' (its own: none)"]
-    runs, _ = self_drafting(target, "llama.cpp", kinds=("ngram_mod",))
+    runs, _ = self_drafting(target, engines.get("llama.cpp"), kinds=("ngram_mod",))
     assert [m.label for m in runs] == ["ngram-mod (chat)"]
-    c = NgramLookup(variant="ngram-mod").compatibility(target, "vllm")
+    c = NgramLookup(variant="ngram-mod").compatibility(target, engines.get("vllm"))
     assert not c.runs and c.verdict.failed_rule == "ngram_variant"

@@ -15,6 +15,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from planner import engines
 from planner.core.constants import DEFAULT_CONTEXT
 from planner.core.errors import UsageError
 from planner.core.units import parse_params
@@ -86,8 +87,8 @@ def test_plain_rate_is_recommends_figure_at_the_launched_kv(rtx4090):
     for r in plain:
         same = [o.baseline_tokens_per_s for o in r.recommendation.plans if o.kv_dtype == r.choice.kv_dtype]
         assert r.choice.kv_dtype == "auto" and same and r.baseline_tokens_per_s == same[0]
-        layout = fit.default_layout(r.machine.n_devices, r.engine)
-        rate, source = F._plain_rate(r.target, r.machine, opts, r.engine, layout, r.weights_dtype, False)
+        layout = fit.default_layout(r.machine.n_devices, engines.get(r.engine))
+        rate, source = F._plain_rate(r.target, r.machine, opts, engines.get(r.engine), layout, r.weights_dtype, False)
         assert rate == pytest.approx(same[0], rel=1e-9) and source == "roofline (rtx-4090)"
     # a row that does not speculate runs at its plain rate (every target has some method to weigh now)
     lone = [r for r in rtx4090 if r.fits and not r.speculates]

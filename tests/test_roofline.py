@@ -8,6 +8,7 @@ from dataclasses import replace
 
 import pytest
 
+from planner import engines
 from planner.core.errors import MachineError, UsageError
 from planner.fits.memory import Settings
 from planner.sources import load_spec
@@ -71,21 +72,21 @@ def test_engine_overhead_defaults_are_added(llama8b):
     assert hf.seconds == pytest.approx(bare + hf.overhead_s)
     assert "GPT, Fast" in hf.source
     # vLLM: the median of three batch-1 TPOTs above their weight streams (0.68, 1.13, 1.9 ms)
-    assert engine_overhead_s("vllm", 32)[0] == pytest.approx(statistics.median([0.68e-3, 1.13e-3, 1.9e-3]), rel=0.03)
+    assert engine_overhead_s(engines.get("vllm"), 32)[0] == pytest.approx(statistics.median([0.68e-3, 1.13e-3, 1.9e-3]), rel=0.03)
     # a vLLM draft step in the proposer loop: #20780 round 4.05 ms x 3.08 less verify 7.07 ms x 1.127
     # (cuda-serving float curve at n = 5), machinery 0.775 ms and 4 head reads of 0.32 ms, per step
     per_step = (4.05e-3 * 3.08 - 7.07e-3 * 1.127 - 0.775e-3) / 4 - 0.32e-3
-    assert engine_overhead_s("vllm", 32, draft=True)[0] == pytest.approx(per_step, rel=0.05)
+    assert engine_overhead_s(engines.get("vllm"), 32, draft=True)[0] == pytest.approx(per_step, rel=0.05)
     # SGLang's overlap scheduler: no per-step cost; its CUDA-graphed draft loop: (14.24 - 12.94) ms / 3 - 0.32
-    assert engine_overhead_s("sglang", 32)[0] == 0.0
-    assert engine_overhead_s("sglang", 32, draft=True)[0] == pytest.approx(
+    assert engine_overhead_s(engines.get("sglang"), 32)[0] == 0.0
+    assert engine_overhead_s(engines.get("sglang"), 32, draft=True)[0] == pytest.approx(
         (5.39 / 378.57 - 4.68 / 361.70) / 3 - 0.32e-3, rel=0.05)
     # llama.cpp on HBM GPUs: a fixed cost per forward (two-point fits, tests/test_matrix_kernel.py) replaces the
     # per-layer launches; nothing else has one
-    assert engine_overhead_s("llama.cpp", 32, share_kind="gpu-hbm")[0] == pytest.approx(2.81e-3)
-    assert engine_overhead_s("vllm", 32, share_kind="gpu-hbm") == engine_overhead_s("vllm", 32)
+    assert engine_overhead_s(engines.get("llama.cpp"), 32, share_kind="gpu-hbm")[0] == pytest.approx(2.81e-3)
+    assert engine_overhead_s(engines.get("vllm"), 32, share_kind="gpu-hbm") == engine_overhead_s(engines.get("vllm"), 32)
     with pytest.raises(UsageError):
-        engine_overhead_s("tgi", 32)
+        engine_overhead_s(engines.get("tgi"), 32)
 
 
 def test_kv_read_and_write_by_hand(llama8b):
@@ -159,7 +160,7 @@ def test_roofline_feeds_predict(llama8b):
     t_d = draft_step_s(draft, GPU_1TB, context=4096, settings=s)
     assert t_d / verify[0] == pytest.approx(
         (weight_bytes_read(draft, s, 1) / 1e12 + kv_bytes_moved(draft, s, 4096, 1) / 1e12 + LOGITS_ROW / 1e12
-         + engine_overhead_s("vllm", 16, draft=True)[0])
+         + engine_overhead_s(engines.get("vllm"), 16, draft=True)[0])
         / verify[0])
     p = predict(verify, t_d, 0.8)
     assert p.verdict == "faster" and 1 <= p.k_best <= 8
@@ -246,10 +247,10 @@ def test_rows_past_the_published_curve_add_their_matmul_time(llama8b):
 def test_speculation_overhead_grows_with_the_batch():
     """vLLM issue #49548: 0.775 ms + 84 us per sequence per round (K = 0 speculation vs none)."""
     for batch in (1, 256):
-        central, optimistic, source = spec_round_overhead_s("vllm", batch)
+        central, optimistic, source = spec_round_overhead_s(engines.get("vllm"), batch)
         assert central == pytest.approx(0.775e-3 + batch * 84e-6)
         assert optimistic == pytest.approx(0.775e-3) and "#49548" in source
-    assert spec_round_overhead_s("llama.cpp", 64)[:2] == (0.0, 0.0)  # not modelled there: none added
+    assert spec_round_overhead_s(engines.get("llama.cpp"), 64)[:2] == (0.0, 0.0)  # not modelled there: none added
 
 
 def test_tensor_parallel_all_reduce_by_hand():

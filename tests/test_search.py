@@ -34,7 +34,8 @@ def llama70b():
 
 def _problem(spec, engine, machine="2x-rtx-4090", **kw):
     m = get_machine(machine)
-    return Problem(spec, m, Settings(engine=engine, context=4096), default_layout(m.n_devices, engine), **kw)
+    return Problem(spec, m, Settings(engine=engine, context=4096), default_layout(m.n_devices, engines.get(engine)),
+                   **kw)
 
 
 def test_70b_on_two_4090s_vllm_needs_int4_and_utilisation_097(llama70b):

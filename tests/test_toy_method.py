@@ -96,16 +96,16 @@ def toy(monkeypatch):
 def test_the_toy_method_is_built_and_offered_where_its_engine_runs_it(toy):
     target = load_spec("llama-3.1-8b-instruct")
     assert isinstance(make_method(KIND, target, None), ToyLookahead)
-    runs, left = self_drafting(target, "toyeng")
+    runs, left = self_drafting(target, engines.get("toyeng"))
     assert [m.kind for m in runs] == [KIND]  # the built-in kinds: the toy engine runs none of them
     assert "ngram: toyeng does not run it" in left
-    assert f"{KIND}: vllm does not run it" in self_drafting(target, "vllm")[1]
+    assert f"{KIND}: vllm does not run it" in self_drafting(target, engines.get("vllm"))[1]
 
 
 def test_the_toy_method_and_engine_through_recommend(toy):
     # an engine with no verify-kernel curve says so: verification is priced by the roofline alone
     target = load_spec("llama-3.1-8b-instruct")
-    rec = recommend(target, "llama-3.1-8b-instruct", get_machine("h100-sxm"), engine="toyeng", context=4096,
+    rec = recommend(target, "llama-3.1-8b-instruct", get_machine("h100-sxm"), engine=engines.get("toyeng"), context=4096,
                     candidates=[ToyLookahead()])
     best = rec.plans[0]
     assert best.method.kind == KIND and best.launch["command"].startswith("toy-serve llama-3.1-8b-instruct --method "

@@ -118,8 +118,9 @@ def _requests(plist: Sequence[Prompt], workload: str, n: int, *, custom: bool) -
 def _predict(spec: Any, target_ref: str, method: DraftModel, m: Any, eng: str, ctx: int, k: int | None,
              temperature: float) -> tuple[Predicted, int]:
     """The plan for exactly this pair: `recommend` with this draft alone, at K (or its best K)."""
-    layout = default_layout(m.n_devices, eng, None, None)
-    roof = roofline_machine(m, layout, eng)
+    resolved = engines.get(eng)  # the engine, resolved once: the Engine travels down, not its name
+    layout = default_layout(m.n_devices, resolved, None, None)
+    roof = roofline_machine(m, layout, resolved)
     k_max = max(DEFAULT_MAX_K, k or 0)
     seen: dict[str, Costs] = {}
 
@@ -129,8 +130,8 @@ def _predict(spec: Any, target_ref: str, method: DraftModel, m: Any, eng: str, c
         seen.setdefault(s.kv_dtype or "auto", c)
         return c
 
-    stop = EVERY_ROUND if engines.get(eng).confidence_stop else None
-    rec = P.recommend(spec, target_ref if paths.exists(target_ref) else spec.id, m, engine=eng, context=ctx,
+    stop = EVERY_ROUND if resolved.confidence_stop else None
+    rec = P.recommend(spec, target_ref if paths.exists(target_ref) else spec.id, m, engine=resolved, context=ctx,
                       layout=layout, candidates=[method], costs_for=costs_for, k_max=k_max, k_fixed=k,
                       temperature=temperature, adaptive=stop)
     opts = [o for o in rec.plans if o.draft == method.label and o.prediction is not None]

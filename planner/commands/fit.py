@@ -275,7 +275,7 @@ def fit(
                         overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None,
                         draft_context=parse_tokens(draft_context, what="--draft-context") if draft_context
                         else None)
-    layout = replace(default_layout(m.n_devices, settings.engine, tp, pp, draft_device), gpu_layers=gpu_layers,
+    layout = replace(default_layout(m.n_devices, settings.resolved_engine, tp, pp, draft_device), gpu_layers=gpu_layers,
                      cpu_moe_layers=n_cpu_moe)
     warnings = [f"{s.id}: {w}" for s in (tspec, dspec) if s for w in s.warnings]
     problem = fitmod.Problem(target=tspec, machine=m, settings=settings, layout=layout, draft=dspec,

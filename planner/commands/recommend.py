@@ -143,19 +143,20 @@ def recommend(
     m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus,
                         remeasure=remeasure)
     eng = engine_for(engine, spec, kind=m.kind)
+    resolved = engines.get(eng)  # the engine, resolved once at the entry: the Engine travels down, not its name
     ctx = parse_tokens(context)
-    layout = default_layout(m.n_devices, eng, tp, pp)
+    layout = default_layout(m.n_devices, resolved, tp, pp)
     cands = _given_drafts(spec, draft, head, candidates, kinds, work, draft_weights_dtype)
     given = P.parse_acceptance(acceptance) if acceptance else None
     policy = Adaptive(draft_p_min, draft_min) if draft_p_min is not None else None
     if policy is None and k is not None:
         policy = EVERY_ROUND  # --k alone fixes K: every round drafts K (llama.cpp: --spec-draft-p-min 0)
-    elif policy is None and draft_min and engines.get(eng).default_stop:
-        policy = Adaptive(engines.get(eng).default_stop[0], draft_min)  # --draft-min with the engine's stop
+    elif policy is None and draft_min and resolved.default_stop:
+        policy = Adaptive(resolved.default_stop[0], draft_min)  # --draft-min with the engine's stop
     elif policy is None and draft_min:
         raise UsageError(f"Cannot use --draft-min on {eng}: it drafts K tokens every round (only llama.cpp stops "
                          f"drafting and drops short drafts). Drop --draft-min or use --engine llama.cpp.")
-    stop = policies_for(eng, DRAFT_MODEL, policy)[0]  # the policy a draft model's plan takes
+    stop = policies_for(resolved, DRAFT_MODEL, policy)[0]  # the policy a draft model's plan takes
     if max_k is not None and k is not None and k > max_k:  # as report and check refuse it
         raise UsageError(f"Cannot use --k {k} with --max-k {max_k}: expected K <= --max-k.")
     if max_k is None:  # a confidence stop drafts up to llama-server's n_max unless told otherwise
@@ -166,7 +167,7 @@ def recommend(
     if profile or probe:
         prof = _profile(profile, spec, cands, m, ctx, max_k) if profile else _probe_now(spec, cands, ctx, max_k)
         _warn_backend(prof, eng, weights_dtype or spec.weights.dominant_dtype)
-        roof = P.roofline_machine(m, layout, eng) if m.bandwidth_bytes_per_s else None
+        roof = P.roofline_machine(m, layout, resolved) if m.bandwidth_bytes_per_s else None
         costs_for = P.profile_costs(prof, spec, roof, origin=profile)
         k_cap = min(max_k, len(prof.target.verify_s) - 1)
         if prof.acceptance is not None and prof.draft is not None:
@@ -179,7 +180,7 @@ def recommend(
                 weights_dtype=weights_dtype)
 
     def run(**asked: Any) -> Any:
-        return P.recommend(spec, ref, m, engine=eng, batch=batch, candidates=cands, costs_for=costs_for,
+        return P.recommend(spec, ref, m, engine=resolved, batch=batch, candidates=cands, costs_for=costs_for,
                            given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
                            temperature=temperature, k_fixed=k, draft_weights_dtype=draft_weights_dtype,
                            batches=batches, workload=work, methods=kinds, adaptive=policy, **asked)

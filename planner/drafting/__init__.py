@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from .. import engines
 from ..core.errors import UsageError
 from ..core.spec import ModelSpec
+from ..engines import Engine
 from . import draft_model, eagle3, early_exit, mtp, ngram
 from .base import Compatibility, DraftingMethod, MethodEntry
 from .draft_model import KIND as DRAFT_MODEL
@@ -39,14 +40,14 @@ def ngram_variants() -> tuple[str, ...]:
     return tuple(dict.fromkeys(v.replace("-", "_") for e in engines.all_engines() for v in e.ngram_variants))
 
 
-def self_drafting(target: ModelSpec, engine: str, *, workload: str | None = None,
+def self_drafting(target: ModelSpec, engine: Engine, *, workload: str | None = None,
                   kinds: Sequence[str] | None = None) -> tuple[list[DraftingMethod], list[str]]:
     """The methods that draft for `target` without a checkpoint from the user, and why others are left out.
 
     Returns:
         (methods the engine runs, one line per method it does not run or that does not apply).
     """
-    e = engines.get(engine)
+    e = engine
     found: list[DraftingMethod] = []
     left: list[str] = []
     for kind, entry in METHODS.items():

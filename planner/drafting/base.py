@@ -17,9 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from .. import engines
 from ..core.spec import ModelSpec
-from ..engines.base import Verdict, method_verdict
+from ..engines.base import Engine, Verdict, method_verdict
 from ..fits.memory import Settings
 from ..pairing.pair import PairReport
 from ..speed import acceptance as acc
@@ -47,10 +46,10 @@ class Compatibility:
         return self.verdict.compatible or self.fallback is not None
 
 
-def engine_support(engine: str, kind: str) -> Compatibility:
+def engine_support(engine: Engine, kind: str) -> Compatibility:
     """Compatibility of a method that pairs nothing with the target (n-gram lookup, early exit): only
     whether the engine runs that kind of drafting, with its source or the reason it does not."""
-    return Compatibility(verdict=method_verdict(engines.get(engine), kind), fallback=None, tli_alpha=None,
+    return Compatibility(verdict=method_verdict(engine, kind), fallback=None, tli_alpha=None,
                          report=None)
 
 
@@ -72,7 +71,7 @@ class DraftingMethod(Protocol):
         """The extra model resident beside the target (its weights, KV cache and activations), or None."""
         ...
 
-    def compatibility(self, target: ModelSpec, engine: str, *, context: int | None = None) -> Compatibility:
+    def compatibility(self, target: ModelSpec, engine: Engine, *, context: int | None = None) -> Compatibility:
         """The engine's verdict on running this method with `target`."""
         ...
 

@@ -15,10 +15,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import engines
 from ..core import paths
 from ..core.errors import UsageError
 from ..core.spec import ModelSpec
+from ..engines import Engine
 from ..fits.memory import Settings
 from ..pairing import pair as pairing
 from ..sources import load_spec
@@ -49,7 +49,7 @@ class DraftModel:
     def resident_model(self) -> ModelSpec:
         return self.spec
 
-    def compatibility(self, target: ModelSpec, engine: str, *, context: int | None = None) -> Compatibility:
+    def compatibility(self, target: ModelSpec, engine: Engine, *, context: int | None = None) -> Compatibility:
         """The pair report's verdict for `engine`; a refusal with a fallback carries TLI's acceptance cap.
 
         The cap is the number `planner pair` prints for the pair (heterogeneous.tli_acceptance), applied
@@ -58,9 +58,9 @@ class DraftModel:
         against 0.80 for a same-vocabulary Llama pair on the plain path.
         """
         report = pairing.pair(target, self.spec, context=context)
-        verdict = report.verdicts[engines.canonical(engine)]
+        verdict = report.verdicts[engine.name]
         refused = not verdict.compatible
-        fallback = verdict.fallback if refused and engines.get(engine).heterogeneous_fallback else None
+        fallback = verdict.fallback if refused and engine.heterogeneous_fallback else None
         tli = None
         if fallback and report.heterogeneous and report.heterogeneous.tli_acceptance:
             est = report.heterogeneous.tli_acceptance

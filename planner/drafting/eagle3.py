@@ -16,10 +16,9 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import engines
 from ..core.errors import UsageError
 from ..core.spec import ModelSpec
-from ..engines.base import EAGLE3, Verdict, method_verdict
+from ..engines.base import EAGLE3, Engine, Verdict, method_verdict
 from ..fits.memory import Settings
 from ..speed import acceptance as acc
 from ..speed import roofline
@@ -50,9 +49,9 @@ class Eagle3:
     def resident_model(self) -> ModelSpec:
         return self.head.spec
 
-    def compatibility(self, target: ModelSpec, engine: str, *, context: int | None = None) -> Compatibility:
+    def compatibility(self, target: ModelSpec, engine: Engine, *, context: int | None = None) -> Compatibility:
         """The engine's support for EAGLE-3, then the head's training target checked against this one."""
-        v = method_verdict(engines.get(engine), KIND)
+        v = method_verdict(engine, KIND)
         if v.compatible:
             problem = self.mismatch(target)
             if problem is not None:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from ..core.spec import ModelSpec, WeightInventory
-from ..engines.base import EARLY_EXIT
+from ..engines.base import EARLY_EXIT, Engine
 from ..fits.memory import Settings
 from ..speed import acceptance as acc
 from ..speed import roofline
@@ -72,7 +72,7 @@ class EarlyExit:
     def resident_model(self) -> ModelSpec:
         return first_layers(self.target, self.exit_at, with_weights=False)
 
-    def compatibility(self, target: ModelSpec, engine: str, *, context: int | None = None) -> Compatibility:
+    def compatibility(self, target: ModelSpec, engine: Engine, *, context: int | None = None) -> Compatibility:
         return engine_support(engine, KIND)
 
     def settings_for(self, s: Settings) -> Settings:

@@ -17,9 +17,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import engines
 from ..core.spec import ModelSpec, TensorInfo, WeightInventory
-from ..engines.base import MTP, method_verdict
+from ..engines.base import MTP, Engine, method_verdict
 from ..fits import memory
 from ..fits.memory import Settings
 from ..speed import acceptance as acc
@@ -87,8 +86,8 @@ class MtpLayers:
     def resident_model(self) -> ModelSpec | None:
         return mtp_model(self.target)
 
-    def compatibility(self, target: ModelSpec, engine: str, *, context: int | None = None) -> Compatibility:
-        v = method_verdict(engines.get(engine), KIND)
+    def compatibility(self, target: ModelSpec, engine: Engine, *, context: int | None = None) -> Compatibility:
+        v = method_verdict(engine, KIND)
         if v.compatible and target.mtp is None:
             v = replace(v, compatible=False, failed_rule="no_mtp_layers",
                         detail=f"'{target.id}' ships no MTP layers (no num_nextn_predict_layers / "

@@ -22,9 +22,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from .. import engines
 from ..core.spec import ModelSpec
-from ..engines.base import NGRAM
+from ..engines.base import NGRAM, Engine
 from ..fits.memory import Settings
 from ..speed import acceptance as acc
 from ..speed.roofline import MachineLike
@@ -61,14 +60,13 @@ class NgramLookup:
     def resident_model(self) -> ModelSpec | None:
         return None
 
-    def compatibility(self, target: ModelSpec, engine: str, *, context: int | None = None) -> Compatibility:
+    def compatibility(self, target: ModelSpec, engine: Engine, *, context: int | None = None) -> Compatibility:
         c = engine_support(engine, KIND)
-        e = engines.get(engine)
-        if self.variant is None or not c.runs or self.variant in e.ngram_variants:
+        if self.variant is None or not c.runs or self.variant in engine.ngram_variants:
             return c
-        have = ", ".join(e.ngram_variants) or "none"
+        have = ", ".join(engine.ngram_variants) or "none"
         v = replace(c.verdict, compatible=False, failed_rule="ngram_variant",
-                    detail=f"{e.name} has no n-gram drafter '{self.variant}' (its own variants: {have})")
+                    detail=f"{engine.name} has no n-gram drafter '{self.variant}' (its own variants: {have})")
         return replace(c, verdict=v)
 
     def settings_for(self, s: Settings) -> Settings:

@@ -1,8 +1,10 @@
 """The engine registry: one `Engine` per file in this folder, one canonical name each, aliases beside it.
 
-Why one registry: every layer (ledger, fit, pairing, speed, plan, launch) asks `get(name)` for the
-engine's facts instead of testing its name, so adding an engine is its file plus one line in
-`_BUILTIN` below (or `register()` at run time, which tests use for a toy engine).
+Why one registry: every layer (ledger, fit, pairing, speed, plan, launch) reads the engine's facts from
+its `Engine` instead of testing its name, so adding an engine is its file plus one line in `_BUILTIN`
+below (or `register()` at run time, which tests use for a toy engine). A name is resolved once, where a
+plan starts (the CLI's entry points: `get`, `resolve` for `--engine auto`; `fits.memory.Settings` when it
+is made), and the resolved Engine travels down (tests/test_engine_resolution.py).
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from . import llamacpp, mlx, sglang, transformers, vllm
 from .base import Engine, LaunchInput, Verdict
 
 __all__ = ["Engine", "LaunchInput", "Verdict", "all_engines", "canonical", "default_engine", "get", "launch",
-           "measured_by", "names", "register", "unregister"]
+           "measured_by", "names", "register", "resolve", "unregister"]
 
 # Order is the order engines are listed in reports and help text.
 _BUILTIN = (llamacpp.ENGINE, vllm.ENGINE, sglang.ENGINE, transformers.ENGINE, mlx.ENGINE)
@@ -79,6 +81,18 @@ def default_engine(machine_kind: str | None, *, gguf: bool = False) -> str:
     if gguf:
         return GGUF_ENGINE
     return DEFAULT_FOR_KIND.get(machine_kind, llamacpp.NAME)
+
+
+def resolve(name: str | None, machine_kind: str | None, *, gguf: bool = False) -> Engine:
+    """The engine a plan runs, resolved once where the plan starts: the one named (canonical or alias), else
+    the pick of `--engine auto` for this machine kind (`default_engine`). Below this point the resolved
+    Engine travels, not its name (tests/test_architecture.py: no `engines.get(` outside the registry and the
+    CLI's entry points).
+
+    Raises:
+        UsageError: unknown engine.
+    """
+    return get(name or default_engine(machine_kind, gguf=gguf))
 
 
 def measured_by(backend: str) -> str | None:

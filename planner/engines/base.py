@@ -338,6 +338,11 @@ class Engine:
     # variant's name -> what it drafts and its launch flags' source; empty: the engine has one n-gram drafter
     ngram_variants: Mapping[str, str] = field(default_factory=dict)
 
+    def __hash__(self) -> int:
+        # hashed by name (equal engines share one): a resolved Engine is a cache key where its name was one
+        # (fits/memory.layer_token_bytes); equality still compares every fact
+        return hash(self.name)
+
     def __post_init__(self) -> None:
         """Refuse a value outside the closed sets (a typo in an engine file fails at import, not in a plan)."""
         keys = {*self.bandwidth_efficiency, *self.format_share, *self.compute_efficiency, *self.forward_overhead_by_kind}

@@ -12,10 +12,10 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from .. import engines
 from ..core.constants import CPU_USABLE_FRACTION, HOST_OVERHEAD_BYTES
 from ..core.errors import UsageError
 from ..core.fmt import fmt_bytes
+from ..engines import Engine
 from .machine import Device, apple_working_set_fraction
 from .memory import Settings
 
@@ -35,7 +35,7 @@ class Budget:
     source: str
 
 
-def device_budget(dev: Device, engine: str, utilization: float | None = None) -> Budget:
+def device_budget(dev: Device, engine: Engine, utilization: float | None = None) -> Budget:
     """Bytes an engine may fill on `dev`.
 
     GPU: memory x (--utilization or the engine's share: vLLM 0.92, SGLang 0.9, others 1.0); Apple: memory x the
@@ -48,21 +48,21 @@ def device_budget(dev: Device, engine: str, utilization: float | None = None) ->
     if utilization is not None and not 0 < utilization <= 1:
         raise UsageError(f"Cannot use --utilization {utilization}: expected a fraction in (0, 1].")
     if dev.kind == "gpu":
-        frac = utilization if utilization is not None else engines.get(engine).gpu_utilization
-        why = "--utilization" if utilization is not None else f"{engine} default"
+        frac = utilization if utilization is not None else engine.gpu_utilization
+        why = "--utilization" if utilization is not None else f"{engine.name} default"
     elif dev.kind == "apple":
         frac = utilization or dev.usable_fraction or apple_working_set_fraction(dev.memory_bytes)
         why = "--utilization" if utilization is not None else "Metal GPU working set of unified memory"
     else:
         frac = utilization or dev.usable_fraction or CPU_USABLE_FRACTION
         why = "--utilization" if utilization is not None else "RAM left after OS headroom"
-    margin = engines.get(engine).device_margin_bytes if dev.kind != "cpu" else 0
+    margin = engine.device_margin_bytes if dev.kind != "cpu" else 0
     cap = math.floor(dev.memory_bytes * frac)
     src = f"{frac:.4g} x memory ({why})"
     if dev.free_bytes is not None and dev.free_bytes < cap:
         cap, src = dev.free_bytes, f"free memory seen at detection (< {frac:.4g} x memory)"
     if margin:
-        src += f" - {fmt_bytes(margin)} {engine} margin"  # units at the edge: "1.00 GiB", not 1073741824 B
+        src += f" - {fmt_bytes(margin)} {engine.name} margin"  # units at the edge: "1.00 GiB", not 1073741824 B
     return Budget(dev.index, dev.name, dev.kind, dev.memory_bytes, frac, dev.free_bytes, margin, cap - margin, src)
 
 
@@ -71,6 +71,6 @@ def overhead_for(kind: str, s: Settings) -> tuple[int, str]:
     if s.overhead_bytes is not None:
         return s.overhead_bytes, "given (--overhead)"
     if kind == "gpu":
-        e = engines.get(s.engine)
+        e = s.resolved_engine
         return e.overhead_bytes, e.overhead_source
     return HOST_OVERHEAD_BYTES, "no CUDA context on Metal/CPU runs (constants.HOST_OVERHEAD_BYTES)"

@@ -17,10 +17,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
-from .. import engines
 from ..core.constants import FIT_MAX_BATCH, MAX_CONTEXT
 from ..core.errors import UsageError
 from ..core.spec import MLA, ModelSpec
+from ..engines import Engine
 from .budget import Budget, device_budget, overhead_for
 from .machine import Machine
 from .memory import Settings
@@ -123,14 +123,14 @@ def _check_layout(p: Problem) -> None:
         raise UsageError(f"Cannot put the draft on device {lay.draft_device}: expected 0..{n - 1}.")
     if lay.draft_device is not None and p.draft is None:
         raise UsageError("Cannot use --draft-device without --draft.")
-    if lay.tp > 1 and engines.get(p.settings.engine).tp_splits_heads:
+    if lay.tp > 1 and p.settings.resolved_engine.tp_splits_heads:
         for role, spec in (("target", p.target), ("draft", p.draft if lay.draft_device is None else None)):
-            why = heads_refuse_tp(spec, lay.tp, p.settings.engine) if spec is not None else None
+            why = heads_refuse_tp(spec, lay.tp, p.settings.resolved_engine) if spec is not None else None
             if why:
                 raise UsageError(f"Cannot run the {role} with --tp {lay.tp} on {p.settings.engine}: {why}. Choose a "
                                  f"--tp that divides them.")
     if lay.gpu_layers is not None or lay.cpu_moe_layers:
-        if not engines.get(p.settings.engine).partial_offload or p.machine.kind == "cpu":
+        if not p.settings.resolved_engine.partial_offload or p.machine.kind == "cpu":
             raise UsageError(f"Cannot offload layers to host RAM with {p.settings.engine} on "
                              f"'{p.machine.display_name}': only llama.cpp on a GPU machine does (-ngl, --n-cpu-moe).")
         gpu_decoder = p.target.n_layers - lay.first_gpu_layer(p.target.n_layers)
@@ -138,14 +138,14 @@ def _check_layout(p: Problem) -> None:
             raise UsageError(f"Cannot split {gpu_decoder} GPU layers (-ngl {lay.gpu_layers}) over {lay.pp} devices.")
 
 
-def heads_refuse_tp(spec: ModelSpec, tp: int, engine: str) -> str | None:
+def heads_refuse_tp(spec: ModelSpec, tp: int, engine: Engine) -> str | None:
     """Why tensor parallelism `tp` cannot shard this model's attention, else None.
 
     The engine divides query heads among ranks (q_heads % tp == 0) and the KV heads too, replicating
     them when there are fewer than ranks (kv_heads % tp == 0, or tp % kv_heads == 0); a latent MLA
     cache is not split by head (engines/base.py `tp_splits_heads`, with vLLM's source).
     """
-    latent = engines.get(engine).latent_mla
+    latent = engine.latent_mla
     key = ("heads_refuse_tp", tp, latent)  # evaluate() runs many times per search: once per model and tp
     if key not in spec.weights.memo:
         spec.weights.memo[key] = _heads_refuse_tp(spec, tp, latent)
@@ -206,13 +206,13 @@ def evaluate(p: Problem, context: int, batch: int, placed: tuple[_Placed, ...] |
         hosts[m.devices[0]] += m.host_bytes + host_kv(m.spec, s, ctx, first)
         if m.tp > 1:
             tp_devices.update(m.devices)
-    comm = engines.get(p.settings.engine).tp_comm_bytes if p.machine.kind == "gpu" else 0
+    comm = p.settings.resolved_engine.tp_comm_bytes if p.machine.kind == "gpu" else 0
     return tuple(DeviceFit(budgets[d], tuple(shares[d]), overhead, comm if d in tp_devices else 0, hosts[d])
                  for d in used)
 
 
 def _budgets(p: Problem) -> tuple[Budget, ...]:
-    return tuple(device_budget(d, p.settings.engine, p.utilization) for d in p.machine.devices)
+    return tuple(device_budget(d, p.settings.resolved_engine, p.utilization) for d in p.machine.devices)
 
 
 def fits(devs: Sequence[DeviceFit]) -> bool:
@@ -267,12 +267,12 @@ def headroom(p: Problem) -> int:
     return min(d.headroom_bytes for d in evaluate(p, p.settings.context, p.settings.batch))
 
 
-def default_layout(n_devices: int, engine: str, tp: int | None = None, pp: int | None = None,
+def default_layout(n_devices: int, engine: Engine, tp: int | None = None, pp: int | None = None,
                    draft_device: int | None = None) -> Layout:
     """Default: every device, split by layers in llama.cpp (its default --split-mode layer) and
     tensor-parallel elsewhere; MLX runs on one device."""
     if tp is None and pp is None:
-        split = engines.get(engine).default_split
+        split = engine.default_split
         if split == "single" or n_devices == 1:
             tp, pp = 1, 1
         elif split == "pp":

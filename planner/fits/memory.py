@@ -40,9 +40,14 @@ class Settings:
     overhead_bytes: int | None = None
     prefill_chunk: int | None = None
     draft_context: int | None = None  # llama.cpp -cd: the draft's own context
+    # the engine itself, resolved once from the name when the settings are made: the ledger, fit and speed
+    # rules read its facts here instead of looking the name up again (left out of equality and the hash)
+    resolved_engine: engines.Engine = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "engine", engines.canonical(self.engine))
+        resolved = engines.get(self.engine)
+        object.__setattr__(self, "engine", resolved.name)
+        object.__setattr__(self, "resolved_engine", resolved)
         for name in ("context", "batch"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:
@@ -100,13 +105,13 @@ class Ledger:
 
 # --- KV cache ---------------------------------------------------------------
 
-def kv_format(kv_dtype: str | None, model_dtype: str, engine: str = engines.default_engine(None)) -> str:
-    """Storage format of the KV cache: explicit, else f16 for llama.cpp, else the model's float dtype."""
+def kv_format(kv_dtype: str | None, model_dtype: str, engine: engines.Engine | None = None) -> str:
+    """Storage format of the KV cache: explicit, else f16 for llama.cpp, else the model's float dtype
+    (engine None: no engine facts, the rule transformers follows)."""
     if kv_dtype is None or kv_dtype.lower() == "auto":
-        e = engines.get(engine)
-        if e.default_kv_format:
-            return e.default_kv_format
-        if model_dtype == "F32" and e.sixteen_bit:
+        if engine is not None and engine.default_kv_format:
+            return engine.default_kv_format
+        if model_dtype == "F32" and engine is not None and engine.sixteen_bit:
             return "BF16"
         return model_dtype if model_dtype in ("BF16", "F16", "F32") else "BF16"
     key = kv_dtype.strip().lower()
@@ -116,12 +121,12 @@ def kv_format(kv_dtype: str | None, model_dtype: str, engine: str = engines.defa
 
 
 @lru_cache(maxsize=4096)
-def layer_token_bytes(layer: LayerSpec, fmt: str, engine: str) -> int:
+def layer_token_bytes(layer: LayerSpec, fmt: str, engine: engines.Engine) -> int:
     """Bytes one token adds to one layer's cache (K row + V row, or the MLA latent row)."""
     if layer.attention == NONE:
         return 0
     if layer.attention == MLA:
-        if engines.get(engine).latent_mla:
+        if engine.latent_mla:
             # latent cache: one "head" of kv_lora_rank + rope_dim (vLLM, SGLang, llama.cpp: V-less since PR #19067)
             return dtypes.row_bytes(fmt, layer.kv_lora_rank + layer.rope_dim)
         # transformers/mlx expand the latent: K = heads x qk_head_dim, V = heads x v_head_dim
@@ -137,7 +142,7 @@ def layer_tokens_held(layer: LayerSpec, s: Settings, context: int, *, swa: bool 
     256) cells, vLLM 16-token blocks, SGLang a token pool, transformers the context, MLX steps of 256;
     sliding layers hold their window plus the engine's slack where the engine runs SWA.
     """
-    return engines.get(s.engine).tokens_held(layer, context, s.batch, s.prefill_chunk, windowed(layer, swa))
+    return s.resolved_engine.tokens_held(layer, context, s.batch, s.prefill_chunk, windowed(layer, swa))
 
 
 def state_bytes_per_sequence(layer: LayerSpec, s: Settings, model_fmt: str, state_dtype: str | None) -> int:
@@ -149,7 +154,7 @@ def state_bytes_per_sequence(layer: LayerSpec, s: Settings, model_fmt: str, stat
     """
     if not layer.recurrent:
         return 0
-    e = engines.get(s.engine)
+    e = s.resolved_engine
     width = layer.conv_kernel if e.conv_state_full_kernel else max(layer.conv_kernel - 1, 0)
     if e.recurrent_state_f32:
         conv_fmt = ssm_fmt = "F32"
@@ -162,14 +167,14 @@ def state_bytes_per_sequence(layer: LayerSpec, s: Settings, model_fmt: str, stat
 def runs_swa(spec: ModelSpec, s: Settings) -> bool:
     """Whether the engine runs this model's sliding layers as windows (llama.cpp: only where it implements
     SWA for the architecture; others always)."""
-    return spec.llamacpp_swa or not engines.get(s.engine).swa_needs_arch
+    return spec.llamacpp_swa or not s.resolved_engine.swa_needs_arch
 
 
 def kv_per_token(spec: ModelSpec, s: Settings) -> int:
     """Bytes per extra token of context once every window is full (sliding and recurrent layers add 0)."""
-    fmt = kv_format(s.kv_dtype, spec.dtype, s.engine)
+    fmt = kv_format(s.kv_dtype, spec.dtype, s.resolved_engine)
     swa = runs_swa(spec, s)
-    return sum(layer_token_bytes(layer, fmt, s.engine) for layer in spec.layers
+    return sum(layer_token_bytes(layer, fmt, s.resolved_engine) for layer in spec.layers
                if layer.attention in (FULL, MLA) or (not swa and layer.attention == SLIDING))
 
 
@@ -183,12 +188,12 @@ def kv_cache(spec: ModelSpec, s: Settings, context: int) -> tuple[int, int]:
 
 
 def _kv_cache(spec: ModelSpec, s: Settings, context: int) -> tuple[int, int]:
-    fmt = kv_format(s.kv_dtype, spec.dtype, s.engine)
+    fmt = kv_format(s.kv_dtype, spec.dtype, s.resolved_engine)
     swa = runs_swa(spec, s)
-    kv = sum(layer_token_bytes(layer, fmt, s.engine) * layer_tokens_held(layer, s, context, swa=swa)
+    kv = sum(layer_token_bytes(layer, fmt, s.resolved_engine) * layer_tokens_held(layer, s, context, swa=swa)
              for layer in spec.layers if layer.has_kv)
     # vLLM: state x (1 + speculative blocks)
-    copies = 1 + s.spec_tokens if engines.get(s.engine).state_copies_per_spec_token and s.spec_tokens else 1
+    copies = 1 + s.spec_tokens if s.resolved_engine.state_copies_per_spec_token and s.spec_tokens else 1
     state = s.batch * copies * sum(state_bytes_per_sequence(layer, s, spec.dtype, spec.state_dtype)
                                    for layer in spec.layers)
     return kv + state, state
@@ -201,7 +206,7 @@ def prefill_chunk(s: Settings, context: int) -> int:
     MLX 2048) or the whole prompt batch in transformers; --prefill-chunk wins."""
     if s.prefill_chunk:
         return s.prefill_chunk
-    return engines.get(s.engine).prefill_chunk(context, s.batch)
+    return s.resolved_engine.prefill_chunk(context, s.batch)
 
 
 def activations(spec: ModelSpec, s: Settings, context: int) -> int:
@@ -213,7 +218,7 @@ def activations(spec: ModelSpec, s: Settings, context: int) -> int:
     at 2 B, times the chunk; plus fp32 logits rows x vocab (vLLM/SGLang sample at least
     max_num_seqs rows; others batch x (K+1) verify rows).
     """
-    e = engines.get(s.engine)
+    e = s.resolved_engine
     chunk = prefill_chunk(s, context)
     if e.activation_bytes is not None:
         return e.activation_bytes(spec, context, s.batch, chunk, runs_swa(spec, s))
@@ -238,7 +243,7 @@ def _scheme_name(spec: ModelSpec, s: Settings) -> str | None:
     """The re-sizing applied: --weights-dtype, or the engine's float32 -> 16-bit load."""
     if s.weights_dtype:
         return s.weights_dtype
-    if engines.get(s.engine).sixteen_bit and spec.weights.dominant_dtype == "F32" and spec.source != "gguf":
+    if s.resolved_engine.sixteen_bit and spec.weights.dominant_dtype == "F32" and spec.source != "gguf":
         # vLLM/SGLang dtype="auto" run float32 checkpoints in 16-bit (vllm config _get_and_verify_dtype);
         # llama.cpp's converter writes f16/bf16 GGUFs; a GGUF stored in F32 runs as stored
         return "bf16"
@@ -299,9 +304,9 @@ def model_ledger(spec: ModelSpec, s: Settings, role: str = "target") -> ModelLed
     context = s.draft_context if (role == "draft" and s.draft_context) else s.context
     w_bytes, w_fmt, w_src = weights(spec, s)
     kv_total, state = kv_cache(spec, s, context)
-    kv_src = f"config shapes x {kv_format(s.kv_dtype, spec.dtype, s.engine)} ({s.engine} layout)"
+    kv_src = f"config shapes x {kv_format(s.kv_dtype, spec.dtype, s.resolved_engine)} ({s.engine} layout)"
     chunk = prefill_chunk(s, context)
-    act_src = engines.get(s.engine).activation_source or "assumed: estimate for a {chunk}-token forward ({engine})"
+    act_src = s.resolved_engine.activation_source or "assumed: estimate for a {chunk}-token forward ({engine})"
     act_src = act_src.format(chunk=chunk, engine=s.engine)
     prov = {"weights": w_src, "kv_cache": kv_src, "activations": act_src}
     if state:
@@ -311,7 +316,7 @@ def model_ledger(spec: ModelSpec, s: Settings, role: str = "target") -> ModelLed
     return ModelLedger(role=role, id=spec.id, params_total=spec.params_total, params_active=spec.params_active,
                        weights_bytes=w_bytes, kv_bytes_per_token=kv_per_token(spec, s), kv_cache_bytes=kv_total,
                        state_bytes=state, activation_bytes=activations(spec, s, context), context=context,
-                       kv_dtype=kv_format(s.kv_dtype, spec.dtype, s.engine), weights_dtype=w_fmt, provenance=prov,
+                       kv_dtype=kv_format(s.kv_dtype, spec.dtype, s.resolved_engine), weights_dtype=w_fmt, provenance=prov,
                        confidence=spec.confidence, assumptions=spec.assumptions,
                        checkpoint_bytes=spec.checkpoint_bytes, mtp_bytes=spec.mtp.nbytes if spec.mtp else 0,
                        mtp_layers=spec.mtp.layers if spec.mtp else 0)
@@ -328,7 +333,7 @@ def ledger(target: ModelSpec, s: Settings, draft: ModelSpec | None = None) -> Le
     models: Sequence[ModelLedger] = [model_ledger(target, s, "target")]
     if draft is not None:
         models = [*models, model_ledger(draft, s, "draft")]
-    e = engines.get(s.engine)
+    e = s.resolved_engine
     overhead = e.overhead_bytes if s.overhead_bytes is None else s.overhead_bytes
     src = e.overhead_source if s.overhead_bytes is None else "given (--overhead)"
     return Ledger(settings=s, models=tuple(models), overhead_bytes=overhead, overhead_source=src)

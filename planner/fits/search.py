@@ -23,7 +23,6 @@ import math
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 
-from .. import engines
 from ..core.constants import CPU_USABLE_FRACTION
 from ..core.spec import ModelSpec
 from .fit import Layout, Problem, evaluate, fits, heads_refuse_tp, last_true, max_context
@@ -116,7 +115,7 @@ def decode_seconds(p: Problem) -> tuple[float | None, str]:
 
 def _weights(p: Problem) -> list[tuple[int, str | None]]:
     s = p.settings
-    e = engines.get(s.engine)
+    e = s.resolved_engine
     now = sum(t.nbytes for t in resident_tensors(p.target, s))
     out: list[tuple[int, str | None]] = [(0, s.weights_dtype)]
     for scheme in e.weights_ladder:
@@ -128,7 +127,7 @@ def _weights(p: Problem) -> list[tuple[int, str | None]]:
 
 def _kvs(p: Problem) -> list[str | None]:
     s = p.settings
-    cand = engines.get(s.engine).kv_suggestion
+    cand = s.resolved_engine.kv_suggestion
     if cand is None or s.kv_dtype is not None or kv_per_token(p.target, replace(s, kv_dtype=cand)) >= \
             kv_per_token(p.target, s):
         return [s.kv_dtype]
@@ -136,7 +135,7 @@ def _kvs(p: Problem) -> list[str | None]:
 
 
 def _utilizations(p: Problem) -> list[float | None]:
-    e = engines.get(p.settings.engine)
+    e = p.settings.resolved_engine
     if p.utilization is not None or p.machine.kind != "gpu" or e.gpu_utilization >= 1.0:
         return [p.utilization]
     return [None, *(u for u in UTILIZATION_STEPS if u > e.gpu_utilization)]
@@ -144,7 +143,7 @@ def _utilizations(p: Problem) -> list[float | None]:
 
 def _layouts(p: Problem) -> list[Layout]:
     """The layout asked, and the other tp x pp splits of the same devices the engine runs."""
-    lay, e = p.layout, engines.get(p.settings.engine)
+    lay, e = p.layout, p.settings.resolved_engine
     out = [lay]
     n = lay.n_devices
     if n == 1 or lay.draft_device is not None or e.default_split != "tp":
@@ -153,7 +152,7 @@ def _layouts(p: Problem) -> list[Layout]:
         pp = n // tp
         if tp * pp != n or (tp, pp) == (lay.tp, lay.pp) or pp > p.target.n_layers:
             continue
-        if tp > 1 and any(heads_refuse_tp(x, tp, p.settings.engine) for x in (p.target, p.draft) if x):  # the rule fit refuses with (fit.py)
+        if tp > 1 and any(heads_refuse_tp(x, tp, p.settings.resolved_engine) for x in (p.target, p.draft) if x):  # the rule fit refuses with (fit.py)
             continue
         out.append(replace(lay, tp=tp, pp=pp))
     return out
@@ -161,21 +160,21 @@ def _layouts(p: Problem) -> list[Layout]:
 
 def _combos(p: Problem) -> Iterator[tuple[Problem, int, tuple[tuple[str, str], ...], float]]:
     s = p.settings
-    base_u = p.utilization if p.utilization is not None else engines.get(s.engine).gpu_utilization
+    base_u = p.utilization if p.utilization is not None else s.resolved_engine.gpu_utilization
     for rung, w in _weights(p):
         for kv in _kvs(p):
             for u in _utilizations(p):
                 for lay in _layouts(p):
                     ts = replace(s, weights_dtype=w, kv_dtype=kv)
                     if w != s.weights_dtype:
-                        ts = replace(ts, group_size=engines.get(s.engine).quant_group_size or s.group_size)
+                        ts = replace(ts, group_size=s.resolved_engine.quant_group_size or s.group_size)
                     ds = replace(p.draft_settings or s, kv_dtype=kv)
                     q = replace(p, settings=ts, draft_settings=ds if p.draft else None, utilization=u, layout=lay)
                     changes = []
                     if w != s.weights_dtype:
                         changes.append((f"weights {w}", f"--weights-dtype {w}"))
                     if kv != s.kv_dtype:
-                        changes.append((f"KV {kv_format(kv, p.target.dtype, s.engine)}", f"--kv-dtype {kv}"))
+                        changes.append((f"KV {kv_format(kv, p.target.dtype, s.resolved_engine)}", f"--kv-dtype {kv}"))
                     if u != p.utilization:
                         changes.append((f"utilisation {u}", f"--utilization {u}"))
                     if lay != p.layout:
@@ -196,7 +195,7 @@ def _largest(pred, lo: int, hi: int) -> int | None:
 
 def _offloads(q: Problem) -> Iterator[tuple[Problem, tuple[str, str]]]:
     """llama.cpp: the most layers (-ngl N) that fit, and for MoE the fewest --n-cpu-moe that fit."""
-    if not engines.get(q.settings.engine).partial_offload or q.machine.kind == "cpu" or q.layout.draft_device \
+    if not q.settings.resolved_engine.partial_offload or q.machine.kind == "cpu" or q.layout.draft_device \
             is not None:
         return
     n, ctx = q.target.n_layers, q.settings.context

@@ -21,9 +21,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .. import engines
 from ..core.errors import UsageError
 from ..core.spec import MLA, LayerSpec, ModelSpec, TensorInfo
+from ..engines import Engine
 from . import memory
 from .memory import Settings, activations, kv_cache
 
@@ -34,7 +34,7 @@ from .memory import Settings, activations, kv_cache
 # in RAM) and tied_copy_on_last_stage.
 
 
-def stage_ranges(n_layers: int, pp: int, engine: str) -> tuple[tuple[int, int], ...]:
+def stage_ranges(n_layers: int, pp: int, engine: Engine) -> tuple[tuple[int, int], ...]:
     """[start, end) layer ranges of the pp pipeline stages.
 
     vLLM/SGLang (vllm/distributed/utils.py get_pp_indices): n // pp layers each, the remainder
@@ -46,7 +46,7 @@ def stage_ranges(n_layers: int, pp: int, engine: str) -> tuple[tuple[int, int], 
     """
     if not 1 <= pp <= n_layers:
         raise UsageError(f"Cannot split {n_layers} layers into {pp} pipeline stages (expected 1..{n_layers}).")
-    if engines.get(engine).pp_vllm_stages:
+    if engine.pp_vllm_stages:
         parts = [n_layers // pp] * pp
         for i in range(2, n_layers % pp + 2):
             parts[-i] += 1
@@ -65,20 +65,20 @@ def _ceil_div(n: int, d: int) -> int:
     return -(-n // d)
 
 
-def shard_layer(layer: LayerSpec, tp: int, engine: str) -> LayerSpec:
+def shard_layer(layer: LayerSpec, tp: int, engine: Engine) -> LayerSpec:
     """One tensor-parallel rank's view of a layer: heads, FFN width and recurrent channels / tp;
     KV heads max(kv_heads // tp, 1) (replicated when fewer than tp); a latent MLA row stays whole."""
     if tp == 1:
         return layer
     kv = layer.kv_heads
-    if kv and not (layer.attention == MLA and engines.get(engine).latent_mla):
+    if kv and not (layer.attention == MLA and engine.latent_mla):
         kv = max(kv // tp, 1)
     return replace(layer, q_heads=_ceil_div(layer.q_heads, tp), kv_heads=kv, ffn_width=_ceil_div(layer.ffn_width, tp),
                    conv_dim=_ceil_div(layer.conv_dim, tp),
                    recurrent_state_elems=_ceil_div(layer.recurrent_state_elems, tp))
 
 
-def shard_spec(spec: ModelSpec, stage: tuple[int, int], tp: int, engine: str, *, last: bool) -> ModelSpec:
+def shard_spec(spec: ModelSpec, stage: tuple[int, int], tp: int, engine: Engine, *, last: bool) -> ModelSpec:
     """The part of `spec` one device runs: the stage's layers, sharded; logits only on the last stage."""
     a, b = stage
     layers = tuple(shard_layer(layer, tp, engine) for layer in spec.layers[a:b])
@@ -94,7 +94,7 @@ def resident_tensors(spec: ModelSpec, s: Settings) -> tuple[TensorInfo, ...]:
     return memory.resident_tensors(spec, s)
 
 
-def gpu_stage_ranges(n_layers: int, pp: int, engine: str, first_gpu_layer: int = 0) -> tuple[tuple[int, int], ...]:
+def gpu_stage_ranges(n_layers: int, pp: int, engine: Engine, first_gpu_layer: int = 0) -> tuple[tuple[int, int], ...]:
     """stage_ranges over the layers on GPUs, [first_gpu_layer, n_layers) (all of them unless offloading).
 
     Raises:
@@ -129,8 +129,8 @@ def weight_split(spec: ModelSpec, s: Settings, layout_tp: int, layout_pp: int, *
 
 def _weight_split(spec: ModelSpec, s: Settings, layout_tp: int, layout_pp: int, *,
                   on_host_ok: bool, first_gpu_layer: int, cpu_moe_layers: int) -> tuple[list[int], int]:
-    e, tp, pp = engines.get(s.engine), layout_tp, layout_pp
-    stages = gpu_stage_ranges(spec.n_layers, pp, e.name, first_gpu_layer)
+    e, tp, pp = s.resolved_engine, layout_tp, layout_pp
+    stages = gpu_stage_ranges(spec.n_layers, pp, e, first_gpu_layer)
     stage_of = [-1] * first_gpu_layer + [i for i, (a, b) in enumerate(stages) for _ in range(a, b)]
     split = [0] * pp  # bytes divided over the stage's ranks
     whole = [0] * pp  # bytes every rank (or the main rank) holds whole
@@ -173,9 +173,9 @@ def dynamic_split(spec: ModelSpec, s: Settings, tp: int, pp: int, context: int,
     """(KV cache + state, activations) per device in stage-major order, from memory.py's formulas
     (the GPU layers only when offloading: host_kv() counts the rest)."""
     out = []
-    stages = gpu_stage_ranges(spec.n_layers, pp, s.engine, first_gpu_layer)
+    stages = gpu_stage_ranges(spec.n_layers, pp, s.resolved_engine, first_gpu_layer)
     for st, stage in enumerate(stages):
-        part = shard_spec(spec, stage, tp, s.engine, last=st == pp - 1)
+        part = shard_spec(spec, stage, tp, s.resolved_engine, last=st == pp - 1)
         kv, _ = kv_cache(part, s, context)
         act = activations(part, s, context)
         out.extend([(kv, act)] * tp)
@@ -187,5 +187,5 @@ def host_kv(spec: ModelSpec, s: Settings, context: int, first_gpu_layer: int) ->
     """KV cache + state of the layers -ngl leaves in host RAM, [0, first_gpu_layer)."""
     if first_gpu_layer <= 0:
         return 0
-    part = shard_spec(spec, (0, first_gpu_layer), 1, s.engine, last=False)
+    part = shard_spec(spec, (0, first_gpu_layer), 1, s.resolved_engine, last=False)
     return kv_cache(part, s, context)[0]

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from .. import engines
 from ..core.constants import FIT_MAX_GPUS
 from ..core.spec import ModelSpec
 from .fit import Problem, evaluate, headroom, heads_refuse_tp
@@ -35,7 +34,7 @@ class Suggestion:
 
 
 def _suggest_kv(p: Problem) -> list[Suggestion]:
-    cand = engines.get(p.settings.engine).kv_suggestion
+    cand = p.settings.resolved_engine.kv_suggestion
     if cand is None:
         return []
     s = p.settings
@@ -45,7 +44,7 @@ def _suggest_kv(p: Problem) -> list[Suggestion]:
         return []
     q = replace(p, settings=new_s, draft_settings=replace(p.draft_settings or s, kv_dtype=cand))
     h = headroom(q)
-    fmt = kv_format(cand, p.target.dtype, s.engine)
+    fmt = kv_format(cand, p.target.dtype, s.resolved_engine)
     return [Suggestion("kv_dtype", f"KV cache as {fmt} (--kv-dtype {cand})", cand, h, h >= 0)]
 
 
@@ -76,7 +75,7 @@ def _suggest_weights(p: Problem) -> list[Suggestion]:
     s = p.settings
     now = sum(t.nbytes for t in resident_tensors(p.target, s))
     cands = []
-    e = engines.get(s.engine)
+    e = s.resolved_engine
     for scheme in e.weights_ladder:
         new_s = replace(s, weights_dtype=scheme, group_size=e.quant_group_size or s.group_size)
         if sum(t.nbytes for t in resident_tensors(p.target, new_s)) < now:
@@ -112,7 +111,7 @@ def _suggest_gpus(p: Problem) -> list[Suggestion]:
                 break
             new = replace(lay, pp=n)
         else:
-            if n % lay.pp or any(heads_refuse_tp(x, n // lay.pp, p.settings.engine) for x in (p.target, p.draft) if x):
+            if n % lay.pp or any(heads_refuse_tp(x, n // lay.pp, p.settings.resolved_engine) for x in (p.target, p.draft) if x):
                 continue  # tensor parallel must divide the attention and KV heads (the rule fit refuses with)
             new = replace(lay, tp=n // lay.pp)
         q = replace(p, machine=with_overrides(m, n_devices=max(n, m.n_devices)), layout=new)

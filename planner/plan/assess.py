@@ -114,7 +114,7 @@ def costs_for(sc: Scenario) -> tuple[Callable[[DraftingMethod, Settings], plan.C
     """
     d, m = sc.deployment, sc.machine
     k_max = d.k or d.max_k
-    roof = plan.roofline_machine(m, sc.layout, sc.settings.engine) if m.bandwidth_bytes_per_s else None
+    roof = plan.roofline_machine(m, sc.layout, sc.settings.resolved_engine) if m.bandwidth_bytes_per_s else None
     if sc.profile is not None:
         return plan.profile_costs(sc.profile, sc.target, roof), min(k_max, sc.profile.max_k)
     if roof is None:
@@ -165,7 +165,7 @@ def policy_prediction(sc: Scenario, costs: Costs, alpha: acc.Acceptance,
     """The deployment's prediction under its drafting policy (drafting_stop.policies_for, the first); a
     deployment's k fixes K (every round drafts k)."""
     asked = EVERY_ROUND if sc.deployment.k is not None else None
-    policy = policies_for(sc.settings.engine, sc.method.kind if sc.method else "", asked)[0]
+    policy = policies_for(sc.settings.resolved_engine, sc.method.kind if sc.method else "", asked)[0]
     return predict_plan(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k_max,
                         verify_bounds=costs.verify_bounds, overhead_low_s=costs.overhead_low_s, adaptive=policy), policy
 
@@ -184,13 +184,13 @@ def load_curve(sc: Scenario, peak: int) -> tuple[load.BatchPoint, ...]:
     if not m.bandwidth_bytes_per_s:
         raise MachineError(f"no roofline for '{sc.label}' under load: the machine has no memory-bandwidth figure "
                            f"(a probe profile measures one sequence only)")
-    roof = plan.roofline_machine(m, sc.layout, sc.settings.engine)
-    alpha = scenario_acceptance(sc, sc.method.compatibility(sc.target, sc.settings.engine, context=sc.settings.context))
+    roof = plan.roofline_machine(m, sc.layout, sc.settings.resolved_engine)
+    alpha = scenario_acceptance(sc, sc.method.compatibility(sc.target, sc.settings.resolved_engine, context=sc.settings.context))
     k_max = d.k or d.max_k
     problem = fit.Problem(sc.target, sc.machine, sc.settings, sc.layout, draft=sc.draft,
                           utilization=d.utilization)
     batches = sorted({*(1 << i for i in range(peak.bit_length()) if 1 << i <= peak), peak})
-    policy = policies_for(sc.settings.engine, sc.method.kind, EVERY_ROUND if d.k is not None else None)[0]
+    policy = policies_for(sc.settings.resolved_engine, sc.method.kind, EVERY_ROUND if d.k is not None else None)[0]
 
     def at(b: int) -> load.BatchPoint:
         s = replace(sc.settings, batch=b)
@@ -217,7 +217,7 @@ def assess(sc: Scenario, *, need_speed: bool = True) -> Assessment:
         layout_error = str(e)
     compat = None
     if sc.method is not None:
-        compat = sc.method.compatibility(sc.target, sc.settings.engine, context=sc.settings.context)
+        compat = sc.method.compatibility(sc.target, sc.settings.resolved_engine, context=sc.settings.context)
     sp, speed_error = None, None
     if need_speed and compat is not None:
         try:

@@ -13,18 +13,17 @@ EAGLE-3 head); n-gram lookup and MTP draft K.
 
 from __future__ import annotations
 
-from .. import engines
-from ..engines.base import DRAFT_MODEL, EAGLE3
+from ..engines.base import DRAFT_MODEL, EAGLE3, Engine
 from ..speed.adaptive import Adaptive
 
 CONFIDENCE_STOPPED = frozenset({DRAFT_MODEL, EAGLE3})
 
 
-def policies_for(engine: str, kind: str, asked: Adaptive | None = None) -> tuple[Adaptive | None, ...]:
+def policies_for(engine: Engine, kind: str, asked: Adaptive | None = None) -> tuple[Adaptive | None, ...]:
     """The drafting policies to price for a `kind` draft on `engine`, the plan's first (None: every round K)."""
     if kind not in CONFIDENCE_STOPPED:
         return (None,)
     if asked is not None:
         return (asked,)
-    default = engines.get(engine).default_stop
+    default = engine.default_stop
     return (None,) if default is None else (Adaptive(*default), None)

@@ -28,6 +28,7 @@ from ..core.atomic import note_input
 from ..core.constants import DEFAULT_MAX_K, LIST_FILE_MAX_BYTES
 from ..core.errors import MachineError, UsageError
 from ..core.spec import ModelSpec
+from ..engines import Engine
 from ..fits import fit
 from ..fits.machine import Machine
 from ..fits.memory import Settings
@@ -156,26 +157,26 @@ def matches(t: Target, *, families: Sequence[str] = (), max_params: int | None =
 
 # --- one row ---------------------------------------------------------------------------------
 
-def _engine(o: Options, m: Machine, spec: ModelSpec) -> str:
-    return o.engine or engines.default_engine(m.kind, gguf=spec.source == "gguf")
+def _engine(o: Options, m: Machine, spec: ModelSpec) -> Engine:
+    return engines.resolve(o.engine, m.kind, gguf=spec.source == "gguf")
 
 
-def _plain(t: Target, m: Machine, o: Options, engine: str, layout: fit.Layout, wd: str | None) -> fit.Problem:
+def _plain(t: Target, m: Machine, o: Options, engine: Engine, layout: fit.Layout, wd: str | None) -> fit.Problem:
     # the same baseline problem recommend builds (plan/recommend.py: base_s)
-    s = Settings(context=o.context, batch=o.batch, engine=engine, spec_tokens=0, weights_dtype=wd)
+    s = Settings(context=o.context, batch=o.batch, engine=engine.name, spec_tokens=0, weights_dtype=wd)
     return fit.Problem(t.spec, m, s, layout, utilization=o.utilization)
 
 
-def weights_to_fit(t: Target, m: Machine, o: Options, engine: str, layout: fit.Layout) -> str | None:
+def weights_to_fit(t: Target, m: Machine, o: Options, engine: Engine, layout: fit.Layout) -> str | None:
     """The first scheme of the engine's weights ladder (least lossy first) with which plain decoding
     fits, or None when none does."""
-    for scheme in engines.get(engine).weights_ladder:
+    for scheme in engine.weights_ladder:
         if fit.headroom(_plain(t, m, o, engine, layout, scheme)) >= 0:
             return scheme
     return None
 
 
-def _profile_inputs(t: Target, m: Machine, o: Options, layout: fit.Layout, engine: str
+def _profile_inputs(t: Target, m: Machine, o: Options, layout: fit.Layout, engine: Engine
                     ) -> tuple[Callable | None, dict[str, acc.Acceptance] | None, int, str]:
     """A probe profile's costs (and measured acceptance) when it measured this target on this machine."""
     prof = o.profile
@@ -215,7 +216,7 @@ def row(t: Target, m: Machine, o: Options) -> Row:
     except (MachineError, UsageError) as e:
         h = fit.headroom(plain)
         mc, limit = fit.max_context(plain) if h >= 0 else (0, "memory")
-        return Row(m, t, engine, o.context, o.batch, as_stored, wd, None, h, mc, limit, "none", error=str(e))
+        return Row(m, t, engine.name, o.context, o.batch, as_stored, wd, None, h, mc, limit, "none", error=str(e))
     c = rec.choice
     problem = c.problem if c.draft is not None and c.problem is not None else plain
     headroom = c.headroom_bytes if c.draft is not None else rec.baseline_headroom_bytes
@@ -227,18 +228,18 @@ def row(t: Target, m: Machine, o: Options) -> Row:
         (x.baseline_tokens_per_s for x in rec.plans if x.kv_dtype == c.kv_dtype and x.baseline_tokens_per_s), None)
     if rate is None and rec.baseline_fits:  # no candidate was priced: the plain rate recommend would have used
         rate, costs = _plain_rate(t, m, o, engine, layout, wd, costs_for is not None)
-    return Row(m, t, engine, o.context, o.batch, as_stored, wd, rec, headroom, mc, limit, costs,
+    return Row(m, t, engine.name, o.context, o.batch, as_stored, wd, rec, headroom, mc, limit, costs,
                rate if rec.baseline_fits else None)
 
 
-def _plain_rate(t: Target, m: Machine, o: Options, engine: str, layout: fit.Layout, wd: str | None,
+def _plain_rate(t: Target, m: Machine, o: Options, engine: Engine, layout: fit.Layout, wd: str | None,
                 profiled: bool) -> tuple[float, str]:
     """1 / t_v(1) of plain decoding, from the profile or the roofline, at the engine's first KV type
     (the figure recommend's options carry as baseline_tokens_per_s)."""
     if profiled:
         return 1.0 / o.profile.target.verify_s[0], "profile (measured)"
-    kv = o.kv_dtype or engines.get(engine).kv_options[0]
-    s = Settings(context=o.context, batch=o.batch, engine=engine, kv_dtype=None if kv == "auto" else kv,
+    kv = o.kv_dtype or engine.kv_options[0]
+    s = Settings(context=o.context, batch=o.batch, engine=engine.name, kv_dtype=None if kv == "auto" else kv,
                  weights_dtype=wd, spec_tokens=o.max_k)
     roof = P.roofline_machine(m, layout, engine)
     (c,) = roofline.verify_costs(t.spec, roof, context=o.context, n_max=1, settings=s)

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..core.spec import ModelSpec
 from ..drafting import Compatibility
+from ..engines import Engine
 from ..fits.machine import Machine
 from ..fits.memory import Settings
 from ..speed import recurrent_state as rs
@@ -21,9 +22,9 @@ from ..speed.acceptance import Acceptance
 from ..speed.model import Costs
 
 
-def restrict(compat: Compatibility, target: ModelSpec, kind: str, engine: str) -> Compatibility:
+def restrict(compat: Compatibility, target: ModelSpec, kind: str, engine: Engine) -> Compatibility:
     """The method's compatibility, refused where the engine does not speculate on a hybrid target."""
-    why = rs.refusal(engine, kind) if rs.is_hybrid(target) else None
+    why = rs.refusal(engine.name, kind) if rs.is_hybrid(target) else None
     if why is None or not compat.runs:
         return compat
     v = replace(compat.verdict, compatible=False, failed_rule="hybrid_target", detail=why)

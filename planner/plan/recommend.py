@@ -23,6 +23,7 @@ from ..core.errors import MachineError, PlannerError, UsageError
 from ..core.spec import ModelSpec
 from ..drafting import DRAFT_MODEL, Compatibility, DraftingMethod, DraftModel, self_drafting
 from ..drafting.draft_model import conditioned
+from ..engines import Engine
 from ..fits import fit
 from ..fits.machine import Machine
 from ..fits.memory import Settings
@@ -178,7 +179,7 @@ def roofline_verify(verify: Sequence[roofline.ForwardCost], draft_s: float, name
     engine's per-round speculation overhead at the settings' batch."""
     basis = {c.kernel_basis for c in verify[1:]} - {"none"}
     src = f"roofline ({name})" + (f"; verify kernels: {', '.join(sorted(basis))} curves" if basis else "")
-    t_o, t_o_low, why = roofline.spec_round_overhead_s(s.engine, s.batch)
+    t_o, t_o_low, why = roofline.spec_round_overhead_s(s.resolved_engine, s.batch)
     if t_o:
         src += (f"; speculation overhead {t_o * 1e3:.3g} ms per round at {s.batch} sequence(s), "
                 f"{t_o_low * 1e3:.3g} ms at the optimistic end ({why})")
@@ -203,7 +204,7 @@ def acceptance_for(target: ModelSpec, method: DraftingMethod, *, given: acc.Acce
 # --- one option ------------------------------------------------------------------------------
 
 def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compatibility, costs: Costs,
-                    alpha: acc.Acceptance, k_max: int, kv: str, launch_in: engines.LaunchInput, engine: str,
+                    alpha: acc.Acceptance, k_max: int, kv: str, launch_in: engines.LaunchInput, engine: Engine,
                     k_fixed: int | None = None, adaptive: Adaptive | None = None) -> Option:
     devs = fit.evaluate(problem, problem.settings.context, problem.settings.batch)
     headroom = min(d.headroom_bytes for d in devs)
@@ -220,13 +221,13 @@ def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compat
     if headroom < 0:
         reasons.insert(0, f"does not fit: {-headroom:,} B over the tightest device's budget")
     if not compatible:
-        reasons.insert(0, f"{engine} refuses this pair: {verdict.failed_rule} ({verdict.detail})")
+        reasons.insert(0, f"{engine.name} refuses this pair: {verdict.failed_rule} ({verdict.detail})")
     elif fallback:
-        reasons.insert(0, f"{engine} needs {fallback} for this pair ({verdict.failed_rule})")
+        reasons.insert(0, f"{engine.name} needs {fallback} for this pair ({verdict.failed_rule})")
     launch: dict[str, Any] = {}  # no command for a plan that does not fit or will not run
     if headroom >= 0 and compatible:
         stop = {"draft_p_min": policy.p_min, "draft_n_min": policy.n_min} if policy is not None else {}
-        launch = engines.launch(engine, replace(launch_in, **method.launch_fields(), **stop, k=pred.k_best,
+        launch = engine.launch(replace(launch_in, **method.launch_fields(), **stop, k=pred.k_best,
                                                 kv_dtype=_kv_flag(kv), heterogeneous=fallback is not None))
     return Option(draft=method.label, draft_ref=method.ref, kv_dtype=kv, k=pred.k_best, speedup=pred.speedup,
                   speedup_interval=(pred.speedup_low, pred.speedup_high), verdict=pred.verdict,
@@ -258,7 +259,7 @@ def rank(options: Sequence[Option]) -> list[Option]:
 
 # --- the whole recommendation ------------------------------------------------------------------
 
-def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: str, context: int, batch: int = 1,
+def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: Engine, context: int, batch: int = 1,
               layout: fit.Layout | None = None, candidates: Sequence[DraftingMethod] | None = None,
               costs_for: Any = None, given_acceptance: acc.Acceptance | None = None,
               measured_acceptance: dict[str, acc.Acceptance] | None = None, k_max: int = DEFAULT_MAX_K,
@@ -288,11 +289,11 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
         MachineError: roofline needed but the machine has no bandwidth figure.
         UsageError: a layout the machine cannot hold.
     """
-    if adaptive is not None and (adaptive.p_min > 0 or adaptive.n_min > 0) and not engines.get(engine).confidence_stop:
-        raise UsageError(f"Cannot model --draft-p-min on {engine}: it drafts K tokens every round (only llama.cpp "
-                         f"stops drafting below a confidence). Drop --draft-p-min or use --engine llama.cpp.")
+    if adaptive is not None and (adaptive.p_min > 0 or adaptive.n_min > 0) and not engine.confidence_stop:
+        raise UsageError(f"Cannot model --draft-p-min on {engine.name}: it drafts K tokens every round (only "
+                         f"llama.cpp stops drafting below a confidence). Drop --draft-p-min or use --engine llama.cpp.")
     layout = layout or fit.default_layout(machine.n_devices, engine)
-    base_s = Settings(context=context, batch=batch, engine=engine, spec_tokens=0, weights_dtype=weights_dtype)
+    base_s = Settings(context=context, batch=batch, engine=engine.name, spec_tokens=0, weights_dtype=weights_dtype)
     base = fit.evaluate(fit.Problem(target, machine, base_s, layout, utilization=utilization), context, batch)
     base_headroom = min(d.headroom_bytes for d in base)
     family, how = tokenizer_family(target)
@@ -319,11 +320,11 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
                                     gpu_memory_utilization=utilization,
                                     kv_dtype=_kv_flag(kv_dtypes[0]) if kv_dtypes and len(kv_dtypes) == 1 else None)
     roofline_costs_used = costs_for is None
-    if roofline_costs_used and target.moe is not None and engines.get(engine).moe_baseline_caveat:
-        notes.append(engines.get(engine).moe_baseline_caveat)
-    if roofline_costs_used and machine.kind not in engines.get(engine).verify_backend:
+    if roofline_costs_used and target.moe is not None and engine.moe_baseline_caveat:
+        notes.append(engine.moe_baseline_caveat)
+    if roofline_costs_used and machine.kind not in engine.verify_backend:
         # no published small-batch kernel curve: say so rather than price verification as silently flat
-        notes.append(f"{engine} has no verify-kernel curve for {machine.kind} machines (Engine.verify_backend): "
+        notes.append(f"{engine.name} has no verify-kernel curve for {machine.kind} machines (Engine.verify_backend): "
                      f"verifying K+1 tokens is priced by the roofline alone, near flat at small K, so the "
                      f"speed-up is low confidence")
     if costs_for is None:
@@ -345,12 +346,12 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
             return replace(c, machine_spread=tuple(at(r, method, s) for r in ends[0]), machine_spread_source=ends[1])
     options = []
     for method in conditioned(cands, temperature=temperature, workload=workload,
-                              rule=engines.get(engine).sampled_acceptance):
+                              rule=engine.sampled_acceptance):
         compat = hybrid.restrict(method.compatibility(target, engine, context=context), target, method.kind, engine)
         alpha = acceptance_for(target, method, given=given_acceptance,
                                measured=(measured_acceptance or {}).get(method.label), tli=compat.tli_alpha)
-        for kv in kv_dtypes or engines.get(engine).kv_options:
-            s = Settings(context=context, batch=batch, engine=engine, kv_dtype=None if kv == "auto" else kv,
+        for kv in kv_dtypes or engine.kv_options:
+            s = Settings(context=context, batch=batch, engine=engine.name, kv_dtype=None if kv == "auto" else kv,
                          weights_dtype=weights_dtype,
                          spec_tokens=k_max)
             problem = fit.Problem(target, machine, s, layout, draft=method.resident_model(),
@@ -367,7 +368,7 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
             notes.append("--batch list: measured costs are for one sequence; the per-batch curve needs the roofline")
     ranked = rank(options)
     choice = _choose(ranked, base_headroom >= 0, launch_in, engine)
-    return Recommendation(target=target.id, target_ref=target_ref, machine=machine.name, engine=engine,
+    return Recommendation(target=target.id, target_ref=target_ref, machine=machine.name, engine=engine.name,
                           context=context, batch=batch, baseline_fits=base_headroom >= 0,
                           baseline_headroom_bytes=base_headroom, plans=tuple(ranked), choice=choice,
                           tokenizer_family=family, tokenizer_match=how, notes=tuple(notes))
@@ -386,7 +387,7 @@ def under_load(o: Option, batches: Sequence[int], k_max: int, k_fixed: int | Non
     return replace(o, per_batch=points, crossover_batch=load.crossover_batch(points), reasons=(*o.reasons, *notes))
 
 
-def _choose(ranked: Sequence[Option], base_fits: bool, launch_in: engines.LaunchInput, engine: str) -> Option:
+def _choose(ranked: Sequence[Option], base_fits: bool, launch_in: engines.LaunchInput, engine: Engine) -> Option:
     best = next((o for o in ranked if o.usable and o.speedup > 1.0), None)
     if best is not None:
         return best
@@ -405,11 +406,11 @@ def _choose(ranked: Sequence[Option], base_fits: bool, launch_in: engines.Launch
             reasons.append(f"best candidate {top.draft} (K={top.k}, {top.kv_dtype} KV) predicts "
                            f"{top.speedup:.2f}x: slower than plain decoding")
             reasons.extend(top.reasons)
-    return Option(draft=None, draft_ref=None, kv_dtype=engines.get(engine).kv_options[0], k=0, speedup=1.0,
+    return Option(draft=None, draft_ref=None, kv_dtype=engine.kv_options[0], k=0, speedup=1.0,
                   speedup_interval=(1.0, 1.0), verdict="no speculation", fits=base_fits, headroom_bytes=0,
                   compatible=True, fallback=None, reasons=tuple(reasons), acceptance=None, costs_source="-",
                   baseline_tokens_per_s=ranked[0].baseline_tokens_per_s if ranked else None,
-                  launch=engines.launch(engine, launch_in) if base_fits else {})
+                  launch=engine.launch(launch_in) if base_fits else {})
 
 
 ACCEPTANCE_MAX_K = 32  # the --max-k bound (commands/_options.py MaxKOpt)

@@ -10,16 +10,15 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import cast
 
-from .. import engines
 from ..core.constants import CPU_MATMUL_EFFICIENCY
 from ..core.errors import MachineError
-from ..engines.base import ShareKey
+from ..engines.base import Engine, ShareKey
 from ..fits import fit
 from ..fits.machine import Machine
 from ..speed import roofline
 
 
-def roofline_machine(machine: Machine, layout: fit.Layout, engine: str | None = None) -> roofline.Roof:
+def roofline_machine(machine: Machine, layout: fit.Layout, engine: Engine | None = None) -> roofline.Roof:
     """Tensor parallelism reads each shard in parallel: aggregate bandwidth and FLOP/s of the tp ranks.
     CPU peaks are derated by CPU_MATMUL_EFFICIENCY (measured llama.cpp throughput, constants.py); with an
     engine, the bandwidth is what that engine's batch-1 decode reaches on this kind of machine
@@ -46,11 +45,11 @@ def roofline_machine(machine: Machine, layout: fit.Layout, engine: str | None = 
                          gpu_tier=machine.gpu_tier)
 
 
-def compute_share(engine: str | None, kind: str) -> tuple[float, str]:
+def compute_share(engine: Engine | None, kind: str) -> tuple[float, str]:
     """(share of peak tensor FLOP/s the engine's GEMMs reach, its source) on this machine kind."""
     if engine is None:
         return 1.0, "peak FLOP/s"
-    return engines.get(engine).compute_efficiency.get(kind, (1.0, "peak FLOP/s (no measured share)"))
+    return engine.compute_efficiency.get(kind, (1.0, "peak FLOP/s (no measured share)"))
 
 
 def share_kinds(machine: Machine, tp: int = 1) -> tuple[ShareKey, ...]:
@@ -73,21 +72,21 @@ def share_kinds(machine: Machine, tp: int = 1) -> tuple[ShareKey, ...]:
     return (*keys, cast("ShareKey", machine.kind))
 
 
-def share_key(engine: str | None, machine: Machine, tp: int = 1) -> str:
+def share_key(engine: Engine | None, machine: Machine, tp: int = 1) -> str:
     """The most specific key this engine catalogues a share under (its kind where it catalogues none)."""
     keys = share_kinds(machine, tp)
-    table = engines.get(engine).bandwidth_efficiency if engine else {}
+    table = engine.bandwidth_efficiency if engine else {}
     return next((k for k in keys if k in table), keys[-1])
 
 
-def bandwidth_share(engine: str | None, kind: str) -> tuple[float, str]:
+def bandwidth_share(engine: Engine | None, kind: str) -> tuple[float, str]:
     """(share of peak bandwidth a batch-1 decode reaches, its source) for this engine on this machine kind."""
     if engine is None:
         return 1.0, "peak bandwidth"
-    return engines.get(engine).bandwidth_efficiency.get(kind, (1.0, "peak bandwidth (no measured share)"))
+    return engine.bandwidth_efficiency.get(kind, (1.0, "peak bandwidth (no measured share)"))
 
 
-def measured_ends(machine: Machine, layout: fit.Layout, engine: str | None = None
+def measured_ends(machine: Machine, layout: fit.Layout, engine: Engine | None = None
                   ) -> tuple[tuple[roofline.Roof, roofline.Roof], str] | None:
     """Roofs at the low and high quartile of the machine's measured bandwidth (fits/machine_detect.py), and
     a line naming them; None when the bandwidth was not measured or its trials did not spread."""

@@ -156,7 +156,7 @@ def scenarios(d: Deployment, machines: Sequence[Machine], *, base: str | Path = 
             except PlannerError as e:
                 raise ConfigError(f"Cannot check deployment '{d.name}' of '{origin}' (profile): {e}", path,
                                   key="profile") from e
-        layout = fit.default_layout(m.n_devices, engine, d.tp, d.pp)
+        layout = fit.default_layout(m.n_devices, s.resolved_engine, d.tp, d.pp)
         out.append(Scenario(deployment=d, machine=m, label=label, target=target, target_ref=t_ref, method=method,
                             settings=s, layout=layout, given_acceptance=given, profile=prof,
                             profile_path=path, origin=origin))

@@ -38,7 +38,7 @@ def recommend_for(sc: Scenario) -> tuple[plan.Recommendation | None, str | None]
         cost_fn, k_top = costs_for(sc)
         cands = [sc.method] if sc.method else None
         measured = measured_acceptance(sc.profile, sc.method) if sc.method else None
-        rec = plan.recommend(sc.target, _launch_ref(sc), sc.machine, engine=sc.settings.engine,
+        rec = plan.recommend(sc.target, _launch_ref(sc), sc.machine, engine=sc.settings.resolved_engine,
                              context=sc.settings.context, batch=sc.settings.batch, layout=sc.layout,
                              candidates=cands, costs_for=cost_fn, given_acceptance=sc.given_acceptance,
                              measured_acceptance={sc.method.label: measured} if measured else None, k_max=k_top,
@@ -65,7 +65,7 @@ def target_curve(sc: Scenario, a: Assessment) -> tuple[tuple[float, ...], str | 
     if sc.profile is not None:
         return tuple(sc.profile.target.verify_s), "profile (measured)"
     if m.bandwidth_bytes_per_s:
-        roof = plan.roofline_machine(m, sc.layout, sc.settings.engine)
+        roof = plan.roofline_machine(m, sc.layout, sc.settings.resolved_engine)
         return (roofline.verify_curve(sc.target, roof, context=sc.settings.context, n_max=(d.k or d.max_k) + 1,
                                       settings=sc.settings), f"roofline ({roof.name})")
     return (), None

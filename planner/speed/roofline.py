@@ -32,11 +32,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from .. import engines
 from ..core import memo, quant
 from ..core.errors import MachineError, UsageError
 from ..core.spec import CHUNKED, NONE, SLIDING, ModelSpec
-from ..engines.base import share_key
+from ..engines.base import Engine, share_key
 from ..fits import memory
 from ..fits.memory import Settings
 from . import kernels
@@ -128,10 +127,10 @@ def kv_bytes_moved(spec: ModelSpec, s: Settings, context: int, n: int) -> int:
     """
     one = replace(s, batch=1, context=context)
     read, state = memory.kv_cache(spec, one, context)
-    fmt = memory.kv_format(one.kv_dtype, spec.dtype, one.engine)
+    fmt = memory.kv_format(one.kv_dtype, spec.dtype, one.resolved_engine)
     # the row sum is the spec's at this format and engine: once per spec (core/memo.py), not per n x machine
     rows = memo.per_object(spec, ("kv_rows", fmt, one.engine), lambda: sum(
-        memory.layer_token_bytes(layer, fmt, one.engine) for layer in spec.layers if layer.has_kv))
+        memory.layer_token_bytes(layer, fmt, one.resolved_engine) for layer in spec.layers if layer.has_kv))
     return read + n * rows + state
 
 
@@ -180,7 +179,7 @@ def peak_flops_for(spec: ModelSpec, s: Settings, machine: MachineLike, compute_d
 
 # --- overhead and the composed cost -----------------------------------------------------
 
-def engine_overhead_s(engine: str, n_layers: int, *, draft: bool = False,
+def engine_overhead_s(engine: Engine, n_layers: int, *, draft: bool = False,
                       share_kind: str | None = None) -> tuple[float, str]:
     """Per-forward engine overhead (named default per engine) and its source; `draft`: one draft step's.
 
@@ -188,7 +187,7 @@ def engine_overhead_s(engine: str, n_layers: int, *, draft: bool = False,
     # on a machine class with its own measured cost: Engine.forward_overhead_by_kind[share_kind]
     # a draft step: Engine.draft_forward_overhead_s where the engine's proposer loop has its own cost
     """
-    e = engines.get(engine)
+    e = engine
     if draft and e.draft_forward_overhead_s is not None:
         fixed, per_layer = e.draft_forward_overhead_s
         return fixed + per_layer * n_layers, e.draft_forward_overhead_source
@@ -229,13 +228,13 @@ def allreduce_s(spec: ModelSpec, machine: MachineLike, tokens: int) -> float:
     return 2 * spec.n_layers * one
 
 
-def spec_round_overhead_s(engine: str, batch: int) -> tuple[float, float, str]:
+def spec_round_overhead_s(engine: Engine, batch: int) -> tuple[float, float, str]:
     """Per-round cost of the engine's speculation machinery at `batch` sequences: (central, optimistic, source).
 
     # t_o(B) = fixed + B * per sequence   (Engine.spec_round_overhead_s)
     # optimistic end: the fixed part only (per-sequence work hidden by asynchronous scheduling)
     """
-    e = engines.get(engine)
+    e = engine
     fixed, per_seq = e.spec_round_overhead_s
     return fixed + batch * per_seq, fixed, e.spec_round_overhead_source
 
@@ -293,7 +292,7 @@ def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int,
     beyond = (beyond_curve_s(spec, s, machine, n * batch, comp_s)
               if batch > 1 and r.basis not in ("none", "matrix") else 0.0)
     if overhead_s is None:
-        overhead_s, why = engine_overhead_s(s.engine, spec.n_layers, share_kind=getattr(machine, "share_kind", None))
+        overhead_s, why = engine_overhead_s(s.resolved_engine, spec.n_layers, share_kind=getattr(machine, "share_kind", None))
     else:
         why = "given"
     comm = allreduce_s(spec, machine, n * batch)
@@ -361,7 +360,7 @@ def beyond_curve_s(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int
 def kernel_key(spec: ModelSpec, s: Settings, kind: str, chip_class: str) -> tuple[str | None, str | None]:
     """(backend, kernel family): which published curves apply to these weights on this engine and machine
     (`chip_class`: kernels.gpu_class(machine), the catalogued GPU class)."""
-    backend = kernels.backend_for_machine(engines.get(s.engine).verify_backend.get(kind), chip_class)
+    backend = kernels.backend_for_machine(s.resolved_engine.verify_backend.get(kind), chip_class)
     scheme = quant.parse_scheme(s.weights_dtype, group_size=s.group_size).kind if s.weights_dtype else None
     return backend, kernels.family(memory.weights(spec, s)[1], scheme)
 
@@ -371,7 +370,7 @@ def format_factor(spec: ModelSpec, s: Settings, machine: MachineLike) -> tuple[f
     (Engine.format_share: llama.cpp's k-quants on GDDR GPUs and Metal), with its source; 1.0 elsewhere."""
     kind = str(getattr(machine, "kind", "gpu"))
     key = share_key(getattr(machine, "share_kind", None) or kind)
-    table = (engines.get(s.engine).format_share.get(key) if key else None) or {}
+    table = (s.resolved_engine.format_share.get(key) if key else None) or {}
     if not table:
         return 1.0, ""
     fam = kernel_key(spec, s, kind, kernels.gpu_class(machine))[1]
@@ -394,7 +393,7 @@ def kernel_ratio(spec: ModelSpec, s: Settings, kind: str, n: int, *, measured_on
     if machine is not None and spec.params_total > 0:
         bw = float(machine.bandwidth_bytes_per_s or 0)
         key, own = share_key(getattr(machine, "share_kind", None)), share_key(kind)
-        table = engines.get(s.engine).bandwidth_efficiency if s.engine else {}
+        table = s.resolved_engine.bandwidth_efficiency if s.engine else {}
         if key and own and key in table and own in table and key != own:
             bw *= table[own][0] / table[key][0]
         chip = kernels.Chip(str(getattr(machine, "name", "")), bw, dict(machine.peak_flops or {}), gpu_class=chip_class)
@@ -420,7 +419,7 @@ def draft_step_s(spec: ModelSpec, machine: MachineLike, *, context: int, setting
                  overhead_s: float | None = None) -> float:
     """Roofline t_d: one draft forward of one token on the same prefix, with the engine's draft-step overhead."""
     if overhead_s is None:
-        overhead_s = engine_overhead_s((settings or Settings(context=context)).engine, spec.n_layers, draft=True,
+        overhead_s = engine_overhead_s((settings or Settings(context=context)).resolved_engine, spec.n_layers, draft=True,
                                        share_kind=getattr(machine, "share_kind", None))[0]
     return forward_cost(spec, machine, n=1, context=context, settings=settings, overhead_s=overhead_s).seconds
 
