@@ -1,7 +1,7 @@
 """Architecture registry: HF `model_type` -> module with `Args` and `to_spec`.
 
-Adding a family means one file named after its model_type and one line in
-ARCHITECTURES (or ALIASES when an existing module already describes it).
+Adding a family means one file named after its model_type and its name in ARCHITECTURES (or one line in
+ALIASES when an existing module already describes it).
 """
 
 from __future__ import annotations
@@ -14,53 +14,19 @@ from typing import Any
 from ...core.errors import UnsupportedArchitecture
 from .base import ArchSpec
 
-ARCHITECTURES: dict[str, str] = {
-    "llama": "llama",
-    "mistral": "mistral",
-    "mixtral": "mixtral",
-    "qwen2": "qwen2",
-    "qwen2_moe": "qwen2_moe",
-    "qwen3": "qwen3",
-    "qwen3_moe": "qwen3_moe",
-    "gemma": "gemma",
-    "gemma2": "gemma2",
-    "gemma3_text": "gemma3_text",
-    "phi3": "phi3",
-    "olmo2": "olmo2",
-    "deepseek_v2": "deepseek_v2",
-    "deepseek_v3": "deepseek_v3",
-    "gpt_oss": "gpt_oss",
-    "qwen3_next": "qwen3_next",
-    "qwen3_5_moe_text": "qwen3_5_moe_text",
-    "qwen3_5_text": "qwen3_5_text",
-    "nemotron_h": "nemotron_h",
-    "falcon_h1": "falcon_h1",
-    "smollm3": "smollm3",
-    "cohere": "cohere",
-    "starcoder2": "starcoder2",
-    "falcon": "falcon",
-    "bloom": "bloom",
-    "qwen": "qwen",
-    "chatglm": "chatglm",
-    "persimmon": "persimmon",
-    "glm4_moe_lite": "glm4_moe_lite",
-    "mimo": "mimo",
-    "lfm2": "lfm2",
-    "minimax_m1": "minimax_m1",
-    "kimi_linear": "kimi_linear",
-    "llama4_text": "llama4_text",
-    "gemma4_text": "gemma4_text",
-    "gpt2": "gpt2",
-    "phi": "phi",
-    "internlm2": "internlm2",
-    "stablelm": "stablelm",
-    "mamba": "mamba",
-    "jamba": "jamba",
-    "cohere2": "cohere2",
-    "nemotron": "nemotron",
-    "gpt_neox": "gpt_neox",
-    "dbrx": "dbrx",
-}
+# The model_types with a module of their own, named after the model_type: an architecture is found by its
+# name, through the alias map below, as mlx-lm finds its models (`MODEL_REMAPPING = {...}`, then
+# `model_type = MODEL_REMAPPING.get(model_type, model_type)` and `importlib.import_module(f"mlx_lm.models.{model_type}")`:
+# ml-explore/mlx-lm mlx_lm/utils.py:47, :67, :69 @ d5385a1). A set, not a name -> name table; listed rather than
+# read from the folder so that the helper modules (base, decoder, generic, eagle3, towers) are never a
+# model_type and nothing is imported to find one.
+ARCHITECTURES: frozenset[str] = frozenset({
+    "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text",
+    "phi3", "olmo2", "deepseek_v2", "deepseek_v3", "gpt_oss", "qwen3_next", "qwen3_5_moe_text", "qwen3_5_text",
+    "nemotron_h", "falcon_h1", "smollm3", "cohere", "starcoder2", "falcon", "bloom", "qwen", "chatglm",
+    "persimmon", "glm4_moe_lite", "mimo", "lfm2", "minimax_m1", "kimi_linear", "llama4_text", "gemma4_text",
+    "gpt2", "phi", "internlm2", "stablelm", "mamba", "jamba", "cohere2", "nemotron", "gpt_neox", "dbrx",
+})
 
 # model_types that reuse another module's description unchanged.
 ALIASES: dict[str, str] = {
@@ -108,8 +74,8 @@ def supported() -> list[str]:
 
 def get_arch(model_type: str) -> ModuleType | None:
     """The module describing `model_type`, or None when it is not registered."""
-    name = ARCHITECTURES.get(ALIASES.get(model_type, model_type))
-    return importlib.import_module(f"{__name__}.{name}") if name else None
+    name = ALIASES.get(model_type, model_type)
+    return importlib.import_module(f"{__name__}.{name}") if name in ARCHITECTURES else None
 
 
 def derive(config: dict[str, Any], *, origin: str = "config.json",
