@@ -5,7 +5,7 @@ on exactly the models (and caches) the decode runs, at the mean context of the g
 the acceptance the decode itself saw (per position, from the histogram of accepted drafts). So
 the error printed is the speed model's error (the round-time algebra), not an acceptance guess.
 
-Timing habits (STYLE.md 1.6): warm-up left out, device synchronised around the clock, median of
+Timing habits (docs/bench.md "Accuracy benchmark"): warm-up left out, device synchronised around the clock, median of
 repeats; prefill is not timed (it is the same with or without a draft).
 """
 
@@ -102,7 +102,7 @@ def histogram(records: Sequence[StepRecord], k: int) -> tuple[int, ...]:
 
 
 def acceptance_summary(records: Sequence[StepRecord], k: int) -> dict[str, Any]:
-    """The same decode's acceptance in every convention (ENGINES.md 'Acceptance conventions')."""
+    """The same decode's acceptance in every convention (docs/speed.md 'Acceptance')."""
     counts = histogram(records, k)
     drafted = sum(r.drafted for r in records)
     accepted = sum(r.accepted for r in records)

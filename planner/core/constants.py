@@ -246,7 +246,7 @@ PRIOR_MIN_HALF_WIDTH = 0.05
 
 
 # --- pairing advice (planner/pairing/advice.py) --------------------------------------
-# Draft size heuristics (DESIGN.md "Family advice"): usual drafts are the 0.5B-3B classes (bounds
+# Draft size heuristics (docs/pairing.md "Advice"): usual drafts are the 0.5B-3B classes (bounds
 # widened so Qwen2.5-0.5B's 0.49B and Llama-3.2-3B's 3.21B count) and well under a tenth of the
 # target's (active) parameters. Up to a fifth is still common (Llama-3.1-8B + 3.2-1B is 15% and gave
 # 1.71x in llama.cpp #5877). A draft of half the target's size costs about half a target step

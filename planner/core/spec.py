@@ -15,7 +15,7 @@ from types import MappingProxyType
 
 from . import dtypes
 
-# Attention kinds a layer's KV cache can have (DESIGN.md "ModelSpec").
+# Attention kinds a layer's KV cache can have (docs/ledger.md "KV cache").
 FULL, SLIDING, CHUNKED, MLA, NONE = "full", "sliding", "chunked", "mla", "none"
 ATTENTION_KINDS = (FULL, SLIDING, CHUNKED, MLA, NONE)
 # Tensor groups: what a tensor is for decides whether a quantisation override touches it.

@@ -1,6 +1,6 @@
 """llama.cpp (llama-server, llama-cli; Ollama and LM Studio run it): every fact the planner uses.
 
-Sources are llama.cpp's own files (ENGINES.md): common/common.h (n_ubatch 512), src/llama-context.cpp
+Sources are llama.cpp's own files (docs/engines.md "llama.cpp", docs/llamacpp.md): common/common.h (n_ubatch 512), src/llama-context.cpp
 (context padded to 256, the compute-buffer reserve), common/fit.cpp (1 GiB per-device margin),
 common/speculative.cpp (the draft compatibility check), common/arg.cpp (flags), PR #15860 (CUDA
 context ~451-456 MiB) and PR #6766 (per-layer kernel launch cost).

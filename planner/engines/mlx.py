@@ -1,6 +1,6 @@
 """mlx-lm on Apple silicon (`mlx_lm.server`, `mlx_lm.generate`): every fact the planner uses.
 
-Sources (ENGINES.md): mlx_lm/generate.py (`--draft-model`, `--num-draft-tokens`; the draft is refused
+Sources (docs/engines.md "mlx-lm"): mlx_lm/generate.py (`--draft-model`, `--num-draft-tokens`; the draft is refused
 when `draft_tokenizer.vocab_size != tokenizer.vocab_size`; prefill_step_size 2048), mlx_lm/models/cache.py
 (KVCache grows in steps of 256, RotatingKVCache holds the window), ml-explore/mlx PR #871 (graph
 construction cost per forward).

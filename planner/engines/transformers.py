@@ -1,6 +1,6 @@
 """Hugging Face transformers (`generate(assistant_model=...)`): every fact the planner uses.
 
-Sources (ENGINES.md): generation/utils.py `_validate_assistant` (config vocab_size decides "same
+Sources (docs/engines.md "transformers"): generation/utils.py `_validate_assistant` (config vocab_size decides "same
 tokenizer"), generation/candidate_generator.py (`num_assistant_tokens` read from the assistant's
 generation_config; UAG: SLEM / AssistantToTargetTranslator), the PyTorch blog "GPT, Fast" (eager
 launch overhead), torch CUDA context 300-700 MiB.

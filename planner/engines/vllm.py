@@ -1,6 +1,6 @@
 """vLLM (`vllm serve`): every fact the planner uses.
 
-Sources (ENGINES.md): vllm/v1/kv_cache_interface.py (16-token blocks, sliding-window blocks),
+Sources (docs/engines.md "vLLM"): vllm/v1/kv_cache_interface.py (16-token blocks, sliding-window blocks),
 vllm/config/speculative.py (draft_model method and its vocab_size check, use_heterogeneous_vocab),
 vllm/model_executor/layers/vocab_parallel_embedding.py (vocabulary-parallel embedding and lm_head),
 vllm/distributed/utils.py get_pp_indices (pipeline stages), PR #10511 (non-torch memory 1.79 GiB

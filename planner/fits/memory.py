@@ -1,7 +1,7 @@
 """The memory ledger: weights + KV cache + activations of target and draft, + runtime overhead.
 
 Pure functions over ModelSpec; every figure is an exact integer of bytes and
-carries where it came from. Engine rules (ENGINES.md):
+carries where it came from. Engine rules (docs/ledger.md "KV cache"):
   KV per token, attention layer   = kv_heads * (head_dim_k + head_dim_v) * kv_dtype bytes
   KV per token, MLA (latent)      = (kv_lora_rank + rope_dim) * kv_dtype bytes   [vLLM, SGLang, llama.cpp]
   KV per token, MLA (transformers)= heads * (qk_head_dim + v_head_dim) * bytes   (expanded)

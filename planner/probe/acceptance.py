@@ -1,6 +1,6 @@
 """MeasuredAcceptance of a draft against a target, measured teacher-forced on real weights.
 
-Method (DESIGN.md "Probe"): for each calibration prompt the target generates a continuation
+Method (docs/probe.md "What it measures"): for each calibration prompt the target generates a continuation
 (greedy at temperature 0, else sampled at the temperature); then one forward of each model over
 prompt + continuation gives, at every continuation position, the target's p and the draft's q.
 Per position alpha_t = sum_x min(p(x), q(x)) (Leviathan et al. 2023: the chance speculative

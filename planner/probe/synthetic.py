@@ -7,7 +7,8 @@ seed, and fills the caches with random values (cost does not depend on cache con
 `approximations(spec)` says, in words, what is not the real kernel.
 
 Why plain classes over tensors and not nn.Module: torch is imported only inside functions
-(STYLE.md rule 2), so this module imports without torch; the classes keep their tensors and call
+(docs/architecture.md "Rules the code keeps": torch only in probe/ and bench/), so this module imports
+without torch; the classes keep their tensors and call
 torch.nn.functional, which is all a timed forward needs. The bench (planner/bench) reuses
 `SyntheticLM` (forward, checkpoint, rollback) for its draft/verify loop.
 

@@ -2,7 +2,7 @@
 
 Why separate: every mixer of synthetic_layers.py allocates through one seeded `Init` (fixed
 seed, N(0, 1/fan_in) weights, random cache contents) and runs the same three ops, so the layers
-read as their own maths. torch is imported only inside functions (STYLE.md rule 2).
+read as their own maths. torch is imported only inside functions (docs/architecture.md "Rules the code keeps").
 """
 
 from __future__ import annotations

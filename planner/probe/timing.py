@@ -1,9 +1,9 @@
 """Honest timing: warm-up left out, the device synchronised around the clock, median of repeats.
 
 Why a module of its own: the probe and the bench (planner/bench) time the same kind of calls
-(one forward, one rollback, one sampling step) and must agree on how (STYLE.md 1.6, after
-gpt-fast's `device_sync` before reading the clock). A `Deadline` carries the whole probe's budget
-so every loop can stop early instead of overrunning it.
+(one forward, one rollback, one sampling step) and must agree on how (docs/probe.md "What it measures",
+docs/bench.md "Accuracy benchmark"; after gpt-fast's `device_sync` before reading the clock). A
+`Deadline` carries the whole probe's budget so every loop can stop early instead of overrunning it.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Why this module: it turns the scenarios into the report file. Each section is ga
 (render/section.py), its plots drawn (render/plots.py) and its blocks laid out
 (render/blocks.py), then written here as HTML or by render/markdown.py as Markdown.
 
-Per machine (DESIGN.md): the memory ledger per device as a stacked bar against the budget,
+Per machine (docs/report.md "What each section holds"): the memory ledger per device as a stacked bar against the budget,
 the pair verdicts per engine, the verify curve t_v(n)/t_v(1) (measured by a profile or the
 machine's roofline, labelled), the speed-up against K with the break-even line (1.0) and the
 band of the acceptance interval, then the recommendation and its launch commands.

@@ -1,6 +1,6 @@
 """Where a model reference lives -> the raw files that describe it.
 
-Order (DESIGN.md, offline-first): an existing path (directory or .gguf) -> the
+Order (docs/ledger.md "Where the model description comes from", offline-first): an existing path (directory or .gguf) -> the
 local HF cache (the user's real files, no network) -> the bundled catalog -> the
 Hub (only when online). `.bin`/`.pt`/`.pth` weights are pickles: noticed, never opened.
 """

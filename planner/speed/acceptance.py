@@ -7,7 +7,7 @@ includes the bonus token. The speed model needs alpha, so every number is
 converted here, by code, and the `Acceptance` it yields says which convention
 was given and where the number came from.
 
-Conventions (ENGINES.md "Acceptance conventions"):
+Conventions (docs/speed.md "Acceptance"):
   alpha                 mean over positions of sum_x min(p(x), q(x)) = 1 - TV(p, q)   (Leviathan et al. 2023)
   greedy_match          P(argmax q = argmax p): alpha of greedy (temperature 0) verification
   accepted_per_drafted  accepted / drafted at K = alpha (1 - alpha**K) / ((1 - alpha) K)

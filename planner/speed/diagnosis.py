@@ -2,7 +2,7 @@
 
 Why its own module: the diagnosis is pure arithmetic over the measured numbers (no files, no
 torch), run by `planner probe` and its importers when they build a profile and reusable by the
-speed model; it names the mechanism that makes speculation pay or not (DESIGN.md "Probe"),
+speed model; it names the mechanism that makes speculation pay or not (docs/probe.md "Diagnosis"),
 with thresholds from core/constants.py.
 """
 

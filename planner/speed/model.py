@@ -1,4 +1,4 @@
-"""Will speculation be faster? The pure speed model (DESIGN.md "Speed model").
+"""Will speculation be faster? The pure speed model (docs/speed.md "The model").
 
 Why a chain of small functions: every step of the argument is one closed form
 that a test can check by hand, and `predict()` only composes them. Inputs are

@@ -5,7 +5,7 @@ profile once, on the machine that matters; `recommend`, `check`, `report` and th
 read it anywhere, without torch. These frozen dataclasses are what crosses those modules;
 speed/profile_file.py reads and writes them as JSON, speed/diagnosis.py explains them.
 
-Speed model terms (DESIGN.md "Speed model"): t_v(n) is one target forward of n new tokens of one
+Speed model terms (docs/speed.md "The model"): t_v(n) is one target forward of n new tokens of one
 sequence over a KV prefix of the deployment context, t_d one draft step, t_o the per-round overhead
 (sampling, comparison, cache rollback). One round with K drafted tokens costs
 K*t_d + t_v(K+1) + t_o and yields E(K) = (1 - alpha^(K+1)) / (1 - alpha) tokens.
@@ -50,7 +50,7 @@ class ModelCurve:
 
 @dataclass(frozen=True)
 class MeasuredAcceptance:
-    """Measured acceptance of a draft against a target (teacher-forced, DESIGN.md "Probe").
+    """Measured acceptance of a draft against a target (teacher-forced, docs/probe.md "What it measures").
 
     `alpha` = mean over positions of sum_x min(p(x), q(x)) at `temperature` (Leviathan et al.
     2023, = 1 - total variation); `greedy_match` = P(argmax q = argmax p); `per_position[k-1]`
