@@ -161,9 +161,9 @@ def quantisable(t: TensorInfo, scheme: Scheme) -> bool:
 
 def quantise_tensor(t: TensorInfo, s: Scheme) -> list[TensorInfo]:
     """The tensors format `s` stores for matrix `t` ([..., out, in], HF Linear layout)."""
-    *lead, d_out, d_in = t.shape
+    *lead_dims, d_out, d_in = t.shape
     base = t.name[: -len(".weight")] if t.name.endswith(".weight") else t.name
-    lead = tuple(lead)
+    lead = tuple(lead_dims)
     ceil = lambda a, b: -(-a // b)  # noqa: E731
     if s.kind == "fp8":
         # weight e4m3 + fp32 scales: per [block x block] tile (DeepSeek-V3) or per output row

@@ -19,6 +19,7 @@ from ..core import paths
 from ..core.errors import UsageError
 from ..core.spec import ModelSpec
 from ..engines import Engine
+from ..engines.base import SampledRule
 from ..fits.memory import Settings
 from ..pairing import pair as pairing
 from ..sources import load_spec
@@ -40,7 +41,7 @@ class DraftModel:
     kind: str = KIND
     workload: str | None = None  # --workload chat | code | reasoning (None: chat, as the catalogued prompts)
     temperature: float | None = None  # sampling temperature (None: greedy or the engine default)
-    acceptance_rule: str | None = None  # the engine's Engine.sampled_acceptance (None: rejection sampling)
+    acceptance_rule: SampledRule | None = None  # the engine's Engine.sampled_acceptance (None: rejection sampling)
 
     @property
     def label(self) -> str:
@@ -90,7 +91,7 @@ class DraftModel:
 
 
 def conditioned(methods: Sequence[Any], *, temperature: float | None = None,
-                workload: str | None = None, rule: str | None = None) -> list[Any]:
+                workload: str | None = None, rule: SampledRule | None = None) -> list[Any]:
     """The methods with every draft model told the sampling temperature, workload and the engine's rule for
     keeping a sampled draft token, which its acceptance prior depends on (a value the draft already carries
     wins); other methods unchanged."""

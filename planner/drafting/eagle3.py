@@ -24,7 +24,7 @@ from ..speed import acceptance as acc
 from ..speed import roofline
 from ..speed.roofline import MachineLike
 from . import heads, priors
-from .base import Compatibility, MethodEntry
+from .base import Compatibility, DraftingMethod, MethodEntry
 from .heads import Head
 
 KIND = EAGLE3
@@ -102,7 +102,7 @@ def _build(target: ModelSpec, draft: str | None, workload: str | None) -> Eagle3
     return Eagle3(found[0], workload)
 
 
-def _self_draft(target: ModelSpec, workload: str | None) -> tuple[list[Eagle3], list[str]]:
+def _self_draft(target: ModelSpec, workload: str | None) -> tuple[list[DraftingMethod], list[str]]:
     """Every catalogued head of the target."""
     catalogued = heads.for_target(target)
     why = [] if catalogued else [f"{KIND}: no catalogued EAGLE-3 head for {target.id} (catalogs/heads)"]

@@ -25,7 +25,7 @@ from ..speed import acceptance as acc
 from ..speed import roofline
 from ..speed.roofline import MachineLike
 from . import priors
-from .base import Compatibility, MethodEntry
+from .base import Compatibility, DraftingMethod, MethodEntry
 
 KIND = MTP
 
@@ -114,7 +114,7 @@ class MtpLayers:
         return {"draft": None, "method": KIND, "draft_weights_quant": None}
 
 
-def _self_draft(target: ModelSpec, workload: str | None) -> tuple[list[MtpLayers], list[str]]:
+def _self_draft(target: ModelSpec, workload: str | None) -> tuple[list[DraftingMethod], list[str]]:
     """The target's own MTP layers, where it ships them."""
     if target.mtp is None:
         return [], [f"{KIND}: {target.id} ships no MTP layers"]

@@ -99,8 +99,8 @@ def prior(method: str, *, workload: str | None = None, target: str | None = None
     Raises:
         UsageError: no measurement and nothing assumed for this method.
     """
-    pool = [m for m in (measurements() if entries is None else entries) if m.method == method]
-    pool = [(a, m) for m in pool if (a := m.acceptance()) is not None]
+    mine = [m for m in (measurements() if entries is None else entries) if m.method == method]
+    pool = [(conv, m) for m in mine if (conv := m.acceptance()) is not None]
     t = (target or "").lower()
     tiers = [[p for p in pool if p[1].target.lower() == t and p[1].workload == workload],
              [p for p in pool if p[1].workload == workload and workload is not None],

@@ -77,7 +77,7 @@ def launch(x: LaunchInput) -> dict[str, str]:
     notes: list[str] = []
     convert, model = _converted(x.target, x.weights_quant)
     draft_convert, draft = _converted(x.draft, x.draft_weights_quant or x.weights_quant) if x.draft else ([], None)
-    cmd = f"mlx_lm.server --model {quote(model)}"
+    cmd = f"mlx_lm.server --model {quote(model or x.target)}"  # `model` is None only for no target
     kv = (x.kv_dtype or "auto").lower()
     if kv in KV_BITS:
         cmd += f" --kv-bits {KV_BITS[kv]}"

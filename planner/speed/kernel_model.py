@@ -28,9 +28,11 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any, cast
 
 from .. import engines
 from ..core.errors import ConfigError
+from ..engines.base import ShareKey
 from ..fits import machine_lookup
 
 SIZE_CLASS = 2.0  # a published curve stands for models within this factor of its own size
@@ -143,8 +145,8 @@ def calibration_chip(name: str, engine: str, kind: str, alu_key: str) -> Chip:
     the engine's bandwidth share, FLOP/s x its compute share."""
     m = machine_lookup.get_machine(name)
     e = engines.get(engine)
-    share = e.bandwidth_efficiency.get(kind, (1.0, ""))[0]
-    compute = e.compute_efficiency.get(kind, (1.0, ""))[0]
+    share = e.bandwidth_efficiency.get(cast("ShareKey", kind), (1.0, ""))[0]
+    compute = e.compute_efficiency.get(cast("ShareKey", kind), (1.0, ""))[0]
     alu = m.peak_flops.get(alu_key)
     if not m.bandwidth_bytes_per_s or not alu:
         raise ConfigError(f"Cannot calibrate the kernel model on '{name}': it catalogues no bandwidth or "
@@ -168,17 +170,17 @@ def _least_squares(rows: Sequence[tuple[float, float, float]], source: str) -> F
     return Fit((s1y * s22 - s2y * s12) / det, max((s11 * s2y - s12 * s1y) / det, 0.0), source)
 
 
-def physical(item: Mapping[str, object], path: str) -> Physical:
+def physical(item: Mapping[str, Any], path: str) -> Physical:
     """One `physical` entry of the catalogue, checked."""
     try:
-        ranges = {str(k): (int(v[0]), int(v[1])) for k, v in dict(item["ranges"]).items()}  # type: ignore[arg-type]
-        r1 = {int(k): int(v) for k, v in dict(item["r1ptg"]).items()}  # type: ignore[arg-type]
-        past = {str(k): str(v) for k, v in dict(item.get("past") or {}).items()}  # type: ignore[arg-type]
-        issue = {str(k): float(v) for k, v in dict(item.get("dual_issue") or {}).items()}  # type: ignore[arg-type]
+        ranges = {str(k): (int(v[0]), int(v[1])) for k, v in dict(item["ranges"]).items()}
+        r1 = {int(k): int(v) for k, v in dict(item["r1ptg"]).items()}
+        past = {str(k): str(v) for k, v in dict(item.get("past") or {}).items()}
+        issue = {str(k): float(v) for k, v in dict(item.get("dual_issue") or {}).items()}
         cal = tuple((str(c["machine"]), str(c["family"]),
                      tuple(sorted((int(n), float(r)) for n, r in dict(c["points"]).items())), str(c["source"]))
-                    for c in item["calibration"])  # type: ignore[union-attr]
-        mat = matrix(item["matrix"], path) if item.get("matrix") is not None else None  # type: ignore[arg-type]
+                    for c in item["calibration"])
+        mat = matrix(item["matrix"], path) if item.get("matrix") is not None else None
         p = Physical(backend=str(item["backend"]), alu_key=str(item["alu_key"]), ranges=ranges, past=past, r1ptg=r1, dual_issue=issue,
                      engine=str(item["engine"]), kind=str(item["kind"]), calibration=cal, source=str(item["source"]),
                      matrix=mat)
@@ -280,14 +282,20 @@ def shape_matmuls(hidden: int, q_width: int, kv_width: int, ffn: int, layers: in
     return (*(Matmul(r, d, layers) for r, d in per_layer), Matmul(vocab, hidden, 1))
 
 
-def matrix(item: Mapping[str, object], path: str) -> Matrix:
+def _shape(v: Any) -> tuple[int, int, int, int, int, int]:
+    """A calibration shape's six integers (a wrong count is a ValueError, reported as the entry's error)."""
+    a, b, c, d, e, f = (int(x) for x in v)
+    return a, b, c, d, e, f
+
+
+def matrix(item: Mapping[str, Any], path: str) -> Matrix:
     """The `matrix` entry of a physical model, checked."""
     try:
-        m = Matrix(tile_rows=int(item["tile_rows"]), tile_tokens=int(item["tile_tokens"]),  # type: ignore[call-overload]
-                   peak_share=float(item["peak_share"]), saturation=float(item["saturation"]),  # type: ignore[arg-type]
-                   calibration=tuple(MatrixPoint(str(c["machine"]), tuple(int(x) for x in c["shape"]),  # type: ignore[misc]
+        m = Matrix(tile_rows=int(item["tile_rows"]), tile_tokens=int(item["tile_tokens"]),
+                   peak_share=float(item["peak_share"]), saturation=float(item["saturation"]),
+                   calibration=tuple(MatrixPoint(str(c["machine"]), _shape(c["shape"]),
                                                  int(c["n"]), float(c["seconds"]), str(c["source"]))
-                                     for c in item["calibration"]),  # type: ignore[union-attr]
+                                     for c in item["calibration"]),
                    source=str(item["source"]))
     except (KeyError, TypeError, ValueError) as e:
         raise ConfigError(f"Cannot read '{path}': physical matrix: {e!r} (expected tile_rows, tile_tokens, peak_share, "
