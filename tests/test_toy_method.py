@@ -50,7 +50,7 @@ class ToyLookahead:
     def resident_model(self) -> ModelSpec | None:
         return None
 
-    def compatibility(self, target: ModelSpec, engine: str, *, context: int | None = None) -> Compatibility:
+    def compatibility(self, target: ModelSpec, engine: Engine, *, context: int | None = None) -> Compatibility:
         return engine_support(engine, KIND)
 
     def settings_for(self, s: Settings) -> Settings:
