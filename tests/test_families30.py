@@ -86,3 +86,59 @@ def test_cohere2_three_sliding_then_one_full(tmp_path):
     # layers 3 and 7 are full: 2 layers x K+V x 2 heads x 64 x 2 B grow with context
     assert kv_per_token(s, VLLM) == 2 * 2 * 2 * 64 * 2
     assert [lay.attention for lay in s.layers].count("full") == 2
+
+
+def _deci_count(cfg: dict) -> tuple[int, int]:
+    """Hand count of a DeciLM checkpoint from its block_configs (vLLM nemotron_nas.py's layer rules):
+    (parameters, K+V bf16 bytes per token)."""
+    h, nq, v = cfg["hidden_size"], cfg["num_attention_heads"], cfg["vocab_size"]
+    hd = h // nq
+    params, kv = 2 * v * h + h, 0  # embed + untied lm_head + final norm
+    for b in cfg["block_configs"]:
+        if not b["attention"]["no_op"]:
+            nkv = nq // b["attention"]["n_heads_in_group"]
+            params += 2 * h * nq * hd + 2 * h * nkv * hd + h  # q, o; k, v; input_layernorm
+            kv += 2 * nkv * hd * 2
+        if not b["ffn"]["no_op"]:
+            inter = int(2 * b["ffn"]["ffn_mult"] * h / 3)
+            inter += -inter % 256  # up to a multiple of 256
+            params += 3 * h * inter + h  # gate, up, down; post_attention_layernorm
+    return params, kv
+
+
+def test_nemotron_nas_super_49b_block_configs(tmp_path):
+    # nvidia/Llama-3_3-Nemotron-Super-49B-v1 config.json (copied in NVIDIA-NeMo/Megatron-Bridge
+    # llama_nemotron_config.py @ 2cec89e): 80 blocks, 49 with attention (8 KV heads), 31 no-op attention
+    cfg = json.loads((HERE / "Llama-3_3-Nemotron-Super-49B-v1.json").read_text())
+    params, kv = _deci_count(cfg)
+    assert (params, kv) == (49_867_145_216, 200_704)  # the model card's "49.9B" parameters
+    s = _load(tmp_path, "Llama-3_3-Nemotron-Super-49B-v1")
+    assert s.params_total == params and s.weights.resident_bytes == s.checkpoint_bytes == 2 * params
+    assert kv_per_token(s, VLLM) == kv == 49 * 2 * 8 * 128 * 2  # was 80 Llama layers: 327,680
+    assert s.confidence == "high"
+    assert sum(1 for layer in s.layers if not layer.has_kv) == 31
+
+
+def test_nemotron_nas_ultra_253b_ffn_no_op_blocks(tmp_path):
+    # nvidia/Llama-3_1-Nemotron-Ultra-253B-v1 (same source): 162 blocks, 81 with neither attention nor FFN,
+    # FFN widths from ffn_mult 0.4875 to 39.0
+    cfg = json.loads((HERE / "Llama-3_1-Nemotron-Ultra-253B-v1.json").read_text())
+    params, kv = _deci_count(cfg)
+    assert (params, kv) == (253_401_268_224, 262_144)  # the card's "253B"
+    s = _load(tmp_path, "Llama-3_1-Nemotron-Ultra-253B-v1")
+    assert s.params_total == params and kv_per_token(s, VLLM) == kv
+    assert s.confidence == "high"
+
+
+def test_nemotron_nas_bad_block_plan_is_one_line(tmp_path):
+    import pytest
+
+    from planner.core.errors import ConfigError
+
+    cfg = {"model_type": "nemotron-nas", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "vocab_size": 100, "block_configs": [{"attention": {"n_heads_in_group": 3}, "ffn": {"ffn_mult": 1.0}}] * 2}
+    with pytest.raises(ConfigError, match="n_heads_in_group"):
+        _tiny(tmp_path, cfg)
+    (tmp_path / "b").mkdir()
+    with pytest.raises(ConfigError, match="one block per layer"):
+        _tiny(tmp_path / "b", {**cfg, "block_configs": cfg["block_configs"][:1]})

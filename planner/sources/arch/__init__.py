@@ -60,6 +60,7 @@ ARCHITECTURES: dict[str, str] = {
     "nemotron": "nemotron",
     "gpt_neox": "gpt_neox",
     "dbrx": "dbrx",
+    "nemotron-nas": "nemotron_nas",
 }
 
 # model_types that reuse another module's description unchanged.
