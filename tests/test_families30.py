@@ -142,3 +142,23 @@ def test_nemotron_nas_bad_block_plan_is_one_line(tmp_path):
     (tmp_path / "b").mkdir()
     with pytest.raises(ConfigError, match="one block per layer"):
         _tiny(tmp_path / "b", {**cfg, "block_configs": cfg["block_configs"][:1]})
+
+
+def test_gemma4_moe_block_keeps_the_dense_mlp_beside_the_experts(tmp_path):
+    # google/gemma-4-26B-A4B-it text_config (gemma-4-26B-A4B-it.text.json: the keys its loaders read, as
+    # mlx-community/gemma-4-26b-a4b-it-4bit @ 0d77464 and the model card's config.json agree; vision dropped)
+    h, n, v, nq, kv, gkv, hd, ghd, inter, mi, e = 2816, 30, 262144, 16, 8, 2, 256, 512, 2112, 704, 128
+    full = [(i + 1) % 6 == 0 for i in range(n)]
+    sliding_attn = 2 * h * nq * hd + 2 * h * kv * hd + 2 * hd  # q, o; k, v; q/k norms
+    global_attn = 2 * h * nq * ghd + h * gkv * ghd + 2 * ghd  # q, o; k only (attention_k_eq_v)
+    dense = 4 * h + 1 + 3 * h * inter  # four norms, layer_scalar, gated MLP
+    moe = e * h + h + e + e * 2 * mi * h + e * h * mi + 3 * h  # router proj/scale/per_expert_scale, experts, 3 norms
+    params = v * h + h + sum((global_attn if f else sliding_attn) + dense + moe for f in full)
+    assert params == 25_233_141_790
+    s = _load(tmp_path, "gemma-4-26B-A4B-it.text")
+    assert s.params_total == params and s.checkpoint_bytes == 2 * params  # was 2.9e9: the experts missing
+    assert s.confidence == "high"
+    # 8 of 128 experts per token; the dense MLP is always on
+    assert s.params_active == params - n * 3 * mi * h * (e - 8)
+    # K+V of the 5 full layers (2 kv x 512, V written from K); sliding layers hold their 1024-token window
+    assert kv_per_token(s, VLLM) == 5 * 2 * gkv * ghd * 2
