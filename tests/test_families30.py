@@ -162,3 +162,30 @@ def test_gemma4_moe_block_keeps_the_dense_mlp_beside_the_experts(tmp_path):
     assert s.params_active == params - n * 3 * mi * h * (e - 8)
     # K+V of the 5 full layers (2 kv x 512, V written from K); sliding layers hold their 1024-token window
     assert kv_per_token(s, VLLM) == 5 * 2 * gkv * ghd * 2
+
+
+def test_hunyuan_a13b_per_layer_moe_lists_answer_instead_of_refusing(tmp_path):
+    # tencent/Hunyuan-A13B-Instruct config.json (as a public test fixture transcribes it: HunYuanMoEV1ForCausalLM,
+    # moe_intermediate_size / moe_topk / num_shared_expert one per layer); was exit 2 ('must be an integer')
+    h, n, v, nq, nkv, hd, e, mi, shared = 4096, 32, 128167, 32, 8, 128, 64, 3072, 3072
+    attn = 2 * h * nq * hd + 2 * h * nkv * hd + 2 * hd  # q, o; k, v; query/key_layernorm
+    layer = attn + 2 * h + e * h + e * 3 * mi * h + 3 * h * shared  # 2 norms, gate wg, 64 experts, shared_mlp
+    params = n * layer + v * h + h  # tied embeddings, final norm
+    assert params == 80_393_183_232  # Tencent: "80B total parameters, 13B active"
+    s = _load(tmp_path, "Hunyuan-A13B-Instruct")
+    assert s.params_total == params and s.checkpoint_bytes == 2 * params
+    assert s.params_active == params - n * 3 * mi * h * (e - 8) == 12_747_448_320  # 8 of 64 experts: "13B"
+    assert kv_per_token(s, VLLM) == n * 2 * nkv * hd * 2
+    assert s.confidence == "high"
+
+
+def test_hunyuan_list_of_the_wrong_length_is_one_line(tmp_path):
+    import pytest
+
+    from planner.core.errors import ConfigError
+
+    cfg = {"model_type": "hunyuan_v1_moe", "hidden_size": 64, "num_hidden_layers": 2, "num_attention_heads": 4,
+           "vocab_size": 100, "intermediate_size": 32, "num_experts": 4, "moe_topk": [2, 2],
+           "moe_intermediate_size": [16, 16, 16]}
+    with pytest.raises(ConfigError, match="one per layer"):
+        _tiny(tmp_path, cfg)

@@ -61,6 +61,7 @@ ARCHITECTURES: dict[str, str] = {
     "gpt_neox": "gpt_neox",
     "dbrx": "dbrx",
     "nemotron-nas": "nemotron_nas",
+    "hunyuan_v1_moe": "hunyuan_v1_moe",
 }
 
 # model_types that reuse another module's description unchanged.
@@ -91,6 +92,8 @@ ALIASES: dict[str, str] = {
     "ministral3": "mistral",  # Ministral 3 text tower (sliding_window null in the configs)
     "RefinedWeb": "falcon",  # falcon-40b/180b's original remote-code config (RWConfig): falcon.py maps its keys
     "RefinedWebModel": "falcon",  # falcon-7b's original remote-code config
+    "hunyuan": "hunyuan_v1_moe",  # Tencent's remote-code Hunyuan-A13B / 7B configs: the same layers
+    "hunyuan_v1_dense": "hunyuan_v1_moe",  # num_experts 1: the dense branch of the same module
 }
 
 # `architectures` classes whose layout differs from their model_type's (a draft head saying "llama").
