@@ -189,3 +189,42 @@ def test_hunyuan_list_of_the_wrong_length_is_one_line(tmp_path):
            "moe_intermediate_size": [16, 16, 16]}
     with pytest.raises(ConfigError, match="one per layer"):
         _tiny(tmp_path, cfg)
+
+
+def test_mimo_v2_hybrid_layer_pattern_swa_heads_v_head_dim_and_mtp(tmp_path):
+    # XiaomiMiMo/MiMo-V2.6-Flash config.json text keys (MiMo-V2.6-Flash.text.json; as a public test header
+    # transcribes it, quantization_config left out here): 48 layers, hybrid_layer_pattern 1 = sliding
+    h, v, inter, e, mi = 4096, 152576, 16384, 256, 2048
+    cfg = json.loads((HERE / "MiMo-V2.6-Flash.text.json").read_text())
+    sliding = [x == 1 for x in cfg["hybrid_layer_pattern"]]
+    assert sum(sliding) == 39
+    full_attn = h * (64 * 192 + 4 * 192 + 4 * 128) + 64 * 128 * h  # fused qkv (q, k at 192; v at 128) + o
+    swa_attn = h * (64 * 192 + 8 * 192 + 8 * 128) + 64 * 128 * h + 64  # + attention_sink_bias [heads]
+    moe = e * h + e + e * 3 * mi * h  # gate (fp32), e_score_correction_bias (fp32), 256 experts
+    dense = 3 * h * inter
+    params = 2 * v * h + h + sum((swa_attn if s else full_attn) + 2 * h + (moe if i else dense)
+                                 for i, s in enumerate(sliding))
+    assert params == 308_778_780_864  # Xiaomi: "309B total parameters, 15B active"
+    s = _load(tmp_path, "MiMo-V2.6-Flash.text")
+    assert s.params_total == params and s.confidence == "high"
+    assert s.weights.resident_bytes == 2 * params + 47 * 2 * (e * h + e)  # the 47 routers are kept in fp32
+    # only the 9 full layers grow: 4 kv heads x (192 K + 128 V) x 2 B; was 6.4x with one kind for all
+    assert kv_per_token(s, VLLM) == 9 * 4 * (192 + 128) * 2 == 23_040
+    # 3 MTP layers (enorm, hnorm, eh_proj, a sliding attention with sinks, a dense MLP, 3 more norms)
+    mtp = 3 * (5 * h + 2 * h * h + swa_attn + dense)
+    assert s.mtp is not None and s.mtp.params == mtp and s.checkpoint_bytes == s.weights.resident_bytes + 2 * mtp
+
+
+def test_fp8_store_dtype_other_than_fp8_is_a_guess_and_ignored_layers_stay_16_bit(tmp_path):
+    base = {"model_type": "llama", "hidden_size": 256, "num_hidden_layers": 2, "num_attention_heads": 2,
+            "vocab_size": 1000, "intermediate_size": 512, "torch_dtype": "bfloat16"}
+    fp8 = {"quant_method": "fp8", "weight_block_size": [128, 128]}
+    plain = _tiny(tmp_path, {**base, "quantization_config": fp8})
+    (tmp_path / "i").mkdir()
+    kept = _tiny(tmp_path / "i", {**base, "quantization_config": {
+        **fp8, "ignored_layers": ["model.layers.0.self_attn.o_proj"]}})
+    # o_proj [256, 256]: fp8 1 B + a 2x2 fp32 scale_inv grid -> bf16 2 B, no scale (vLLM Fp8Config ignored_layers)
+    assert kept.checkpoint_bytes - plain.checkpoint_bytes == 256 * 256 * (2 - 1) - 2 * 2 * 4
+    (tmp_path / "m").mkdir()
+    mx = _tiny(tmp_path / "m", {**base, "quantization_config": {**fp8, "store_dtype": "mxfp4"}})
+    assert mx.confidence == "low" and any("not modelled" in a for a in mx.assumptions)

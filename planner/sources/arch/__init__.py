@@ -62,6 +62,7 @@ ARCHITECTURES: dict[str, str] = {
     "dbrx": "dbrx",
     "nemotron-nas": "nemotron_nas",
     "hunyuan_v1_moe": "hunyuan_v1_moe",
+    "mimo_v2_flash": "mimo_v2_flash",
 }
 
 # model_types that reuse another module's description unchanged.
@@ -94,6 +95,7 @@ ALIASES: dict[str, str] = {
     "RefinedWebModel": "falcon",  # falcon-7b's original remote-code config
     "hunyuan": "hunyuan_v1_moe",  # Tencent's remote-code Hunyuan-A13B / 7B configs: the same layers
     "hunyuan_v1_dense": "hunyuan_v1_moe",  # num_experts 1: the dense branch of the same module
+    "mimo_v2": "mimo_v2_flash",  # the Hub's remote-code spelling of MiMo-V2-Flash / V2.6 (hybrid_layer_pattern)
 }
 
 # `architectures` classes whose layout differs from their model_type's (a draft head saying "llama").
