@@ -228,3 +228,25 @@ def test_fp8_store_dtype_other_than_fp8_is_a_guess_and_ignored_layers_stay_16_bi
     (tmp_path / "m").mkdir()
     mx = _tiny(tmp_path / "m", {**base, "quantization_config": {**fp8, "store_dtype": "mxfp4"}})
     assert mx.confidence == "low" and any("not modelled" in a for a in mx.assumptions)
+
+
+def test_molmo_7b_d_bnb_nf4_matches_its_index_total_size(tmp_path):
+    # reubzdubz/Molmo7B_D_NF4Quant config.json (tests/fixtures/unseen; truth: its index total_size)
+    cfg = json.loads((Path(__file__).parent / "fixtures/unseen/models/Molmo-7B-D-bnb-nf4/config.json").read_text())
+    d = tmp_path / "molmo"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(cfg))
+    s = load_spec(str(d))
+    h, n, v, half = 3584, 28, 152064, 18944
+    shapes = [(4608, h), (h, h), (2 * half, h), (h, half)]  # att_proj, attn_out, ff_proj (gate + up), ff_out
+    nf4 = sum(r * c // 2 + r * c // 64 * 4 + 16 * 4 for r, c in shapes)  # packed, fp32 absmax per 64, code
+    state = sum(len(json.dumps({"quant_type": "nf4", "blocksize": 64, "dtype": "float16", "shape": [r, c]}))
+                for r, c in shapes)  # bitsandbytes pack_dict_to_tensor(json) beside each weight
+    llm_fp16 = (v + 128) * h + v * h + h + n * (4608 + 2 * h)  # wte (+128 new), skipped ff_out head, ln_f; biases, norms
+    w = 1024
+    vit = 23 * (4 * (w * w + w) + 2 * 4096 * w + 4096 + w + 4 * w) + w + 577 * w + w * 588 + 2 * w
+    vision = vit + 3 * (w * 2 * w + w) + w * w + w + 2 * half * w + h * half + 2 * 2 * w  # pooling, projector, pad
+    assert n * (nf4 + state) + 2 * (llm_fp16 + vision) == 6_661_964_712  # the index total_size, exact
+    assert s.checkpoint_bytes == 6_661_964_712  # was 9,058,938,112 (+36%, generic ff_proj as a gated MLP)
+    assert kv_per_token(s, VLLM) == n * 2 * 4 * 128 * 2 == 57_344
+    assert s.confidence == "high"

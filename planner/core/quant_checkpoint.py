@@ -72,7 +72,8 @@ def from_quantization_config(qc: dict) -> Scheme | None:
         names = qc.get("llm_int8_skip_modules") or []
         skip += tuple(s for s in (names if isinstance(names, list) else []) if isinstance(s, str))
         if qc.get("load_in_4bit") or qc.get("_load_in_4bit"):
-            return Scheme("nf4", "nf4", 64, skip=skip, double_quant=qc.get("bnb_4bit_use_double_quant") is True)
+            return Scheme("nf4", "nf4", 64, skip=skip, double_quant=qc.get("bnb_4bit_use_double_quant") is True,
+                          bnb_state=True)
         if qc.get("load_in_8bit") or qc.get("_load_in_8bit"):
             return Scheme("int8", "int8", skip=skip)
     return None

@@ -63,6 +63,7 @@ ARCHITECTURES: dict[str, str] = {
     "nemotron-nas": "nemotron_nas",
     "hunyuan_v1_moe": "hunyuan_v1_moe",
     "mimo_v2_flash": "mimo_v2_flash",
+    "molmo": "molmo",
 }
 
 # model_types that reuse another module's description unchanged.
