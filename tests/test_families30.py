@@ -250,3 +250,16 @@ def test_molmo_7b_d_bnb_nf4_matches_its_index_total_size(tmp_path):
     assert s.checkpoint_bytes == 6_661_964_712  # was 9,058,938,112 (+36%, generic ff_proj as a gated MLP)
     assert kv_per_token(s, VLLM) == n * 2 * 4 * 128 * 2 == 57_344
     assert s.confidence == "high"
+
+
+def test_dflash_draft_has_fc_over_target_layers_and_no_embedding_or_head(tmp_path):
+    # z-lab/Qwen3.5-122B-A10B-DFlash config.json (as a public test fixture trims it: the keys a loader reads);
+    # read as the qwen3 its model_type says it would gain a 248,320 x 3072 embedding and head it does not ship
+    h, n, nq, nkv, hd, inter, taps = 3072, 6, 32, 8, 128, 9216, 8
+    layer = 2 * h * nq * hd + 2 * h * nkv * hd + 2 * hd + 3 * h * inter + 2 * h  # attn, q/k norms, MLP, 2 norms
+    params = n * layer + taps * h * h + 2 * h  # fc over 8 target layers; hidden_norm, norm
+    s = _load(tmp_path, "Qwen3.5-122B-A10B-DFlash")
+    assert s.params_total == params and s.checkpoint_bytes == 2 * params
+    assert not any(t.name.endswith(("embed_tokens.weight", "lm_head.weight")) for t in s.weights.tensors)
+    assert kv_per_token(s, VLLM) == n * 2 * nkv * hd * 2
+    assert s.confidence == "high" and not s.assumptions

@@ -103,6 +103,7 @@ ALIASES: dict[str, str] = {
 CLASSES: dict[str, str] = {
     "LlamaForCausalLMEagle3": "eagle3",
     "Eagle3LlamaForCausalLM": "eagle3",
+    "DFlashDraftModel": "dflash",  # z-lab DFlash drafts say model_type qwen3 but ship no embedding / head
 }
 
 # Keys the standard-decoder fallback needs.
