@@ -263,3 +263,15 @@ def test_dflash_draft_has_fc_over_target_layers_and_no_embedding_or_head(tmp_pat
     assert not any(t.name.endswith(("embed_tokens.weight", "lm_head.weight")) for t in s.weights.tensors)
     assert kv_per_token(s, VLLM) == n * 2 * nkv * hd * 2
     assert s.confidence == "high" and not s.assumptions
+
+
+def test_chatglm_6b_v1_layout_sized_and_the_head_question_said(tmp_path):
+    # THUDM/chatglm-6b config.json (three public copies of it agree): inner_hidden_size, vocab_size, no padded_vocab_size.
+    # Before: read with ChatGLM2's defaults (padded vocab 65,024, SwiGLU 13,696, RMSNorm), silently 'high'
+    h, n, v, inner = 4096, 28, 130528, 16384
+    layer = (3 * h * h + 3 * h) + (h * h + h) + (inner * h + inner) + (h * inner + h) + 2 * 2 * h
+    params = n * layer + 2 * v * h + 2 * h  # word_embeddings, lm_head, final LayerNorm (w + b)
+    s = _load(tmp_path, "chatglm-6b")
+    assert s.params_total == params == 6_707_929_088
+    assert kv_per_token(s, VLLM) == n * 2 * h * 2  # no grouping: 32 heads x 128
+    assert s.confidence == "low" and any("lm_head" in a for a in s.assumptions)
