@@ -275,3 +275,27 @@ def test_chatglm_6b_v1_layout_sized_and_the_head_question_said(tmp_path):
     assert s.params_total == params == 6_707_929_088
     assert kv_per_token(s, VLLM) == n * 2 * h * 2  # no grouping: 32 heads x 128
     assert s.confidence == "low" and any("lm_head" in a for a in s.assumptions)
+
+
+def test_deepseek_v32_indexer_weights_and_its_key_cache(tmp_path):
+    # DeepSeek-V3.2's config.json is V3's with model_type deepseek_v32 and the DSA keys index_n_heads 64,
+    # index_head_dim 128, index_topk 2048 (as published configs quote it); V3's own config is the reference copy
+    v3 = json.loads((Path(__file__).parent / "fixtures/configs/DeepSeek-V3.json").read_text())
+    v32 = {**v3, "model_type": "deepseek_v32", "architectures": ["DeepseekV32ForCausalLM"],
+           "index_n_heads": 64, "index_head_dim": 128, "index_topk": 2048}
+    for name, cfg in (("v3", v3), ("v32", v32)):
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "config.json").write_text(json.dumps(cfg))
+    a, b = load_spec(str(tmp_path / "v3")), load_spec(str(tmp_path / "v32"))
+    h, q_lora, n, d = 7168, 1536, 64, 128
+    params = n * d * q_lora + d * h + 2 * d + n * h  # wq_b, wk, k_norm (w + b), weights_proj
+    # fp8 e4m3 wq_b / wk with fp32 scales per 128 x 128 block; k_norm and weights_proj stay bf16
+    stored = n * d * q_lora + (n * d // 128) * (q_lora // 128) * 4 + d * h + (h // 128) * 4 + 2 * d * 2 + n * h * 2
+    assert b.params_total - a.params_total == 61 * params
+    assert b.weights.resident_bytes - a.weights.resident_bytes == 61 * stored
+    assert b.checkpoint_bytes - a.checkpoint_bytes == 62 * stored  # the MTP layer has an indexer too
+    # one more key per token and layer: vLLM fp8 + an fp32 scale per 128 (132 B); transformers in bf16 (256 B)
+    assert kv_per_token(b, VLLM) - kv_per_token(a, VLLM) == 61 * (d + 4)
+    hf = Settings(context=8192, engine="transformers")
+    assert kv_per_token(b, hf) - kv_per_token(a, hf) == 61 * d * 2
+    assert b.confidence == a.confidence == "high"

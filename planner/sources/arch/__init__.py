@@ -64,6 +64,7 @@ ARCHITECTURES: dict[str, str] = {
     "hunyuan_v1_moe": "hunyuan_v1_moe",
     "mimo_v2_flash": "mimo_v2_flash",
     "molmo": "molmo",
+    "deepseek_v32": "deepseek_v32",
 }
 
 # model_types that reuse another module's description unchanged.
