@@ -10,6 +10,7 @@ scales + zeros), with the layouts of the public formats, and keep the rest.
 from __future__ import annotations
 
 import fnmatch
+import json
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -34,6 +35,7 @@ class Scheme:
     skip: tuple[str, ...] = ()  # fnmatch patterns of modules left unquantised
     g_idx: bool = False  # GPTQ: an int32 group index per input column is stored (AutoGPTQ/GPTQModel QuantLinear)
     double_quant: bool = False  # bitsandbytes bnb_4bit_use_double_quant: absmax itself 8-bit + nested fp32 scales
+    bnb_state: bool = False  # a saved bitsandbytes checkpoint: each 4-bit weight stores its quant_state json too
     pack_bits: int = 4  # compressed-tensors pack-quantized: bits per packed weight
     zero_point: bool = False  # compressed-tensors asymmetric: packed zero points are stored too
     # per-module formats (quant_checkpoint.py): rules resolved by module name; keep_dtype "" keeps each
@@ -159,6 +161,25 @@ def quantisable(t: TensorInfo, scheme: Scheme) -> bool:
             and not t.name.endswith("bias") and not _ROUTER.search(t.name) and not _skipped(t.name, scheme.skip))
 
 
+_TORCH_DTYPE = {"F16": "float16", "BF16": "bfloat16", "F32": "float32"}
+
+
+def _bnb_state_len(t: TensorInfo, s: Scheme) -> int:
+    """Bytes of the uint8 `quant_state.bitsandbytes__nf4` tensor a bitsandbytes 4-bit weight saves beside itself.
+
+    bitsandbytes functional.py QuantState.as_dict(packed=True) @ 8b3c0f3 keeps the non-tensor items
+    {quant_type, blocksize, dtype (str(dtype).strip("torch.")), shape} (+ nested_blocksize, nested_dtype,
+    nested_offset under double quant) and utils.py pack_dict_to_tensor stores json.dumps(...) as uint8.
+    The nested offset is a float of the data (its repr, not its value, sets the length): a 19-character
+    repr is assumed, off by a few bytes per tensor at most.
+    """
+    state: dict[str, object] = {"quant_type": "nf4", "blocksize": s.group_size or 64,
+                                "dtype": _TORCH_DTYPE.get(t.dtype, "float16"), "shape": list(t.shape)}
+    if s.double_quant:
+        state.update({"nested_blocksize": 256, "nested_dtype": "float32", "nested_offset": 0.01234567890123456})
+    return len(json.dumps(state).encode())
+
+
 def quantise_tensor(t: TensorInfo, s: Scheme) -> list[TensorInfo]:
     """The tensors format `s` stores for matrix `t` ([..., out, in], HF Linear layout)."""
     *lead_dims, d_out, d_in = t.shape
@@ -187,6 +208,9 @@ def quantise_tensor(t: TensorInfo, s: Scheme) -> list[TensorInfo]:
         # bitsandbytes 4-bit: two weights per byte + fp32 absmax per 64-weight block + 16-entry code
         n = t.numel
         blocks = ceil(n, 64)
+        # a saved checkpoint also stores the quant_state json (uint8); loading parses it, nothing stays resident
+        state = [make_tensor(f"{base}.weight.quant_state.bitsandbytes__nf4", (_bnb_state_len(t, s),), "U8",
+                             t.group)] if s.bnb_state else []
         if s.double_quant:
             # absmax 8-bit, re-quantised in blocks of 256 with fp32 nested_absmax, a 256-entry nested_quant_map
             # and the fp32 offset (bitsandbytes QuantState.as_dict)
@@ -194,10 +218,10 @@ def quantise_tensor(t: TensorInfo, s: Scheme) -> list[TensorInfo]:
                     make_tensor(f"{base}.weight.absmax", (blocks,), "U8", t.group),
                     make_tensor(f"{base}.weight.nested_absmax", (ceil(blocks, 256),), "F32", t.group),
                     make_tensor(f"{base}.weight.nested_quant_map", (256,), "F32", t.group),
-                    make_tensor(f"{base}.weight.quant_map", (16,), "F32", t.group)]
+                    make_tensor(f"{base}.weight.quant_map", (16,), "F32", t.group), *state]
         return [make_tensor(f"{base}.weight", (ceil(n, 2), 1), "U8", t.group),
                 make_tensor(f"{base}.weight.absmax", (blocks,), "F32", t.group),
-                make_tensor(f"{base}.weight.quant_map", (16,), "F32", t.group)]
+                make_tensor(f"{base}.weight.quant_map", (16,), "F32", t.group), *state]
     if s.kind == "ct_packed":
         # compressed-tensors: 32 / bits weights per int32; scale per group (0: per output channel)
         g = ceil(d_in, s.group_size) if s.group_size else 1

@@ -44,6 +44,12 @@ def from_quantization_config(qc: dict) -> Scheme | None:
     names = qc.get("modules_to_not_convert") or qc.get("ignore") or []
     skip = tuple(s for s in (names if isinstance(names, list) else []) if isinstance(s, str))  # hostile: -1, {}
     if method == "fp8":
+        # vLLM Fp8Config.from_config reads `ignored_layers` (modules kept in the model dtype). A `store_dtype`
+        # other than fp8 (MiMo-V2's "mxfp4": some tensors re-packed at mxfp4_block_size) is a layout this
+        # scheme does not write: not modelled, so the caller says the figure is a guess.
+        if str(qc.get("store_dtype") or "fp8").lower() not in ("fp8", "e4m3", "float8_e4m3fn"):
+            return None
+        skip += _names(qc.get("ignored_layers"))
         block = qc.get("weight_block_size")
         if isinstance(block, list) and block and isinstance(block[0], int) and block[0] > 0:
             return Scheme("fp8", "fp8", block[0], block_2d=True, skip=skip)
@@ -66,7 +72,8 @@ def from_quantization_config(qc: dict) -> Scheme | None:
         names = qc.get("llm_int8_skip_modules") or []
         skip += tuple(s for s in (names if isinstance(names, list) else []) if isinstance(s, str))
         if qc.get("load_in_4bit") or qc.get("_load_in_4bit"):
-            return Scheme("nf4", "nf4", 64, skip=skip, double_quant=qc.get("bnb_4bit_use_double_quant") is True)
+            return Scheme("nf4", "nf4", 64, skip=skip, double_quant=qc.get("bnb_4bit_use_double_quant") is True,
+                          bnb_state=True)
         if qc.get("load_in_8bit") or qc.get("_load_in_8bit"):
             return Scheme("int8", "int8", skip=skip)
     return None

@@ -45,6 +45,7 @@ class LayerSpec:
     window: int | None = None  # sliding window / chunk size, tokens
     kv_lora_rank: int = 0  # MLA latent width
     rope_dim: int = 0  # MLA decoupled rope key width (cached beside the latent)
+    index_dim: int = 0  # DSA (DeepSeek-V3.2) indexer: one more key row of this width per token (fits/memory.py)
     recurrent: str | None = None  # None | "linear_attention" | "mamba2"
     conv_dim: int = 0  # recurrent mixers: channels of the short causal conv
     conv_kernel: int = 0

@@ -274,6 +274,7 @@ class Engine:
     activation_bytes: ActivationBytes | None = None
     activation_source: str | None = None
     latent_mla: bool = False
+    dsa_indexer_fp8: bool = False  # a DSA indexer's key cache as fp8 + an fp32 scale per 128 (fits/memory.py)
     sixteen_bit: bool = False
     default_kv_format: str | None = None
     swa_needs_arch: bool = False

@@ -180,6 +180,7 @@ ENGINE = Engine(
     kv_options=("auto", "fp8"),
     heterogeneous_fallback=True,
     latent_mla=True,
+    dsa_indexer_fp8=True,  # deepseek_v2.py DeepseekV32IndexerCache: head_dim + head_dim // 128 * 4 uint8 (SGLang inherits)
     sixteen_bit=True,  # dtype="auto" runs float32 checkpoints in 16-bit (vllm config _get_and_verify_dtype)
     state_copies_per_spec_token=True,  # mamba state x (1 + speculative blocks)
     min_logit_rows=MAX_NUM_SEQS,

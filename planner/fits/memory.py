@@ -126,13 +126,26 @@ def layer_token_bytes(layer: LayerSpec, fmt: str, engine: engines.Engine) -> int
     if layer.attention == NONE:
         return 0
     if layer.attention == MLA:
+        index = _indexer_row_bytes(layer, fmt, engine)
         if engine.latent_mla:
             # latent cache: one "head" of kv_lora_rank + rope_dim (vLLM, SGLang, llama.cpp: V-less since PR #19067)
-            return dtypes.row_bytes(fmt, layer.kv_lora_rank + layer.rope_dim)
+            return dtypes.row_bytes(fmt, layer.kv_lora_rank + layer.rope_dim) + index
         # transformers/mlx expand the latent: K = heads x qk_head_dim, V = heads x v_head_dim
         return (dtypes.row_bytes(fmt, layer.kv_heads * layer.head_dim_k)
-                + dtypes.row_bytes(fmt, layer.kv_heads * layer.head_dim_v))
+                + dtypes.row_bytes(fmt, layer.kv_heads * layer.head_dim_v) + index)
     return dtypes.row_bytes(fmt, layer.kv_heads * layer.head_dim_k) + dtypes.row_bytes(fmt, layer.kv_heads * layer.head_dim_v)
+
+
+def _indexer_row_bytes(layer: LayerSpec, fmt: str, engine: engines.Engine) -> int:
+    """A DSA indexer's own key cache per token (DeepSeek-V3.2): vLLM keeps it as fp8 values plus one fp32
+    scale per 128 (deepseek_v2.py DeepseekV32IndexerCache: head_dim + head_dim // quant_block_size * 4,
+    uint8; SGLang's NSA pool the same layout); transformers caches the key in the cache dtype
+    (modeling_deepseek_v32.py, cache.update_indexer)."""
+    if not layer.index_dim:
+        return 0
+    if engine.dsa_indexer_fp8:
+        return layer.index_dim + -(-layer.index_dim // 128) * 4
+    return dtypes.row_bytes(fmt, layer.index_dim)
 
 
 def layer_tokens_held(layer: LayerSpec, s: Settings, context: int, *, swa: bool = True) -> int:

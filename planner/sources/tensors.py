@@ -133,7 +133,8 @@ def headless_reason(loc: Located) -> str | None:
     arches = [a for a in raw if isinstance(a, str)] if isinstance(raw, list) else []
     auto = loc.config.get("auto_map") if isinstance(loc.config.get("auto_map"), dict) else {}
     # remote code names its base class (ChatGLMModel) yet maps a causal-LM class with a head
-    headed = any(k.startswith("AutoModelFor") for k in auto) or any(a in _BASE_WITH_HEAD for a in arches)
+    headed = (any(k.startswith("AutoModelFor") for k in auto) or any(a in _BASE_WITH_HEAD for a in arches)
+              or any(a in _TARGET_HEAD_DRAFTS for a in arches))
     if arches and not headed and all(a.endswith("Model") and not a.endswith("LMHeadModel") for a in arches):
         return f"architectures {arches[0]} is a bare base model: no lm_head"
     if loc.path is not None and any((loc.path / f).is_file() for f in _SENTENCE_FILES):
@@ -146,6 +147,8 @@ def headless_reason(loc: Located) -> str | None:
 
 # base classes that hold the output layer themselves (THUDM modeling_chatglm.py: ChatGLMModel.output_layer)
 _BASE_WITH_HEAD = ("ChatGLMModel",)
+# drafts that decode through the target's lm_head (arch/dflash.py): no head of their own, yet not an encoder
+_TARGET_HEAD_DRAFTS = ("DFlashDraftModel",)
 _SENTENCE_FILES = ("modules.json", "config_sentence_transformers.json", "sentence_bert_config.json")
 _EMBED_NAME = re.compile(r"(^|[-_/])(embedding|embed|retriev\w*|gte|bge|e5)([-_]|$)", re.I)
 

@@ -26,10 +26,12 @@ ARCHITECTURES: frozenset[str] = frozenset({
     "nemotron_h", "falcon_h1", "smollm3", "cohere", "starcoder2", "falcon", "bloom", "qwen", "chatglm",
     "persimmon", "glm4_moe_lite", "mimo", "lfm2", "minimax_m1", "kimi_linear", "llama4_text", "gemma4_text",
     "gpt2", "phi", "internlm2", "stablelm", "mamba", "jamba", "cohere2", "nemotron", "gpt_neox", "dbrx",
+    "nemotron_nas", "hunyuan_v1_moe", "mimo_v2_flash", "molmo", "deepseek_v32",
 })
 
 # model_types that reuse another module's description unchanged.
 ALIASES: dict[str, str] = {
+    "nemotron-nas": "nemotron_nas",  # DeciLM-style Nemotron-NAS configs (block_configs): the hyphenated model_type
     "gemma3": "gemma3_text",  # only reached when a gemma3 config has no text_config
     "kimi_k2": "deepseek_v3",
     "granite": "llama",
@@ -56,12 +58,16 @@ ALIASES: dict[str, str] = {
     "ministral3": "mistral",  # Ministral 3 text tower (sliding_window null in the configs)
     "RefinedWeb": "falcon",  # falcon-40b/180b's original remote-code config (RWConfig): falcon.py maps its keys
     "RefinedWebModel": "falcon",  # falcon-7b's original remote-code config
+    "hunyuan": "hunyuan_v1_moe",  # Tencent's remote-code Hunyuan-A13B / 7B configs: the same layers
+    "hunyuan_v1_dense": "hunyuan_v1_moe",  # num_experts 1: the dense branch of the same module
+    "mimo_v2": "mimo_v2_flash",  # the Hub's remote-code spelling of MiMo-V2-Flash / V2.6 (hybrid_layer_pattern)
 }
 
 # `architectures` classes whose layout differs from their model_type's (a draft head saying "llama").
 CLASSES: dict[str, str] = {
     "LlamaForCausalLMEagle3": "eagle3",
     "Eagle3LlamaForCausalLM": "eagle3",
+    "DFlashDraftModel": "dflash",  # z-lab DFlash drafts say model_type qwen3 but ship no embedding / head
 }
 
 # Keys the standard-decoder fallback needs.

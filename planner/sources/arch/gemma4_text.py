@@ -8,15 +8,21 @@ num_global_key_value_heads there): sliding q/k/v/o [heads x 256 ...], global q [
 (input, post_attention, pre/post feed-forward), a 1-element layer_scalar and a gated MLP; embeddings
 tied. KV: engines write V (= K) into their cache as a separate row, so a global layer caches
 2 x global kv x global_head_dim per token; sliding layers hold their window.
-Per-layer-input embeddings (hidden_size_per_layer_input), shared-KV layers and the MoE block
-(enable_moe_block) are not modelled here: they make the figure a guess (confidence low).
+MoE block (`enable_moe_block`, Gemma 4 26B-A4B), transformers 5.24.0 modeling_gemma4.py: every layer keeps
+its dense MLP and adds, in parallel (Gemma4TextDecoderLayer.__init__ :1352-1358), a router (:1294-1305:
+proj [experts, hidden], scale [hidden], per_expert_scale [experts]; its norm has no weight), fused experts
+(:1255-1264: gate_up_proj [experts, 2 x moe_intermediate_size, hidden], down_proj [experts, hidden,
+moe_intermediate_size]) and three more norms (post_feedforward_layernorm_1/_2, pre_feedforward_layernorm_2).
+The dense MLP is the always-on part of each layer, so it is carried as a shared expert of its width.
+Per-layer-input embeddings (hidden_size_per_layer_input) and shared-KV layers are not modelled here:
+they make the figure a guess (confidence low).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.spec import FULL, SLIDING, LayerSpec
+from ...core.spec import FULL, SLIDING, LayerSpec, MoESpec
 from .base import ArchSpec, Tensors, config_dtype, finish, require_positive
 from .decoder import DecoderArgs
 
@@ -43,6 +49,7 @@ class Args(DecoderArgs):
     vocab_size_per_layer_input: int | None = None
     num_kv_shared_layers: int = 0
     enable_moe_block: bool = False
+    top_k_experts: int | None = None
     use_double_wide_mlp: bool = False
     use_bidirectional_attention: str | None = None
 
@@ -56,6 +63,7 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
     types = args.layer_types if isinstance(args.layer_types, list) and len(args.layer_types) == n \
         else ["full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(n)]
     inter = args.intermediate_size * (2 if args.use_double_wide_mlp else 1)
+    moe = _moe(args, inter, origin)
     layers = []
     for i in range(n):
         p, a = f"model.layers.{i}", f"model.layers.{i}.self_attn"
@@ -75,11 +83,30 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
             t.norm(f"{p}.{name}", h)
         t.add(f"{p}.layer_scalar", (1,), "norm")
         t.mlp(f"{p}.mlp", h, inter)
+        if moe:
+            t.add(f"{p}.router.proj.weight", (moe.experts, h), "other")
+            t.add(f"{p}.router.scale", (h,), "norm")
+            t.add(f"{p}.router.per_expert_scale", (moe.experts,), "norm")
+            t.add(f"{p}.experts.gate_up_proj", (moe.experts, 2 * moe.expert_intermediate, h), "experts")
+            t.add(f"{p}.experts.down_proj", (moe.experts, h, moe.expert_intermediate), "experts")
+            for name in ("post_feedforward_layernorm_1", "post_feedforward_layernorm_2", "pre_feedforward_layernorm_2"):
+                t.norm(f"{p}.{name}", h)
         kind = SLIDING if sliding and args.sliding_window else FULL
         layers.append(LayerSpec(attention=kind, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd,
-                                window=args.sliding_window if kind == SLIDING else None, ffn_width=inter))
+                                window=args.sliding_window if kind == SLIDING else None,
+                                ffn="moe" if moe else "dense", ffn_width=moe.expert_intermediate if moe else inter))
     guesses = [g for g, on in (
         ("per-layer-input embeddings (hidden_size_per_layer_input) not modelled", args.hidden_size_per_layer_input),
-        ("shared-KV layers (num_kv_shared_layers) not modelled", args.num_kv_shared_layers),
-        ("MoE block (enable_moe_block) not modelled", args.enable_moe_block)) if on]
-    return finish(args, t, layers, dtype_known=known, guesses=tuple(guesses))
+        ("shared-KV layers (num_kv_shared_layers) not modelled", args.num_kv_shared_layers)) if on]
+    return finish(args, t, layers, dtype_known=known, moe=moe, guesses=tuple(guesses))
+
+
+def _moe(args: Args, dense: int, origin: str) -> MoESpec | None:
+    """enable_moe_block: routed experts beside the dense MLP (carried as the shared part)."""
+    if not args.enable_moe_block:
+        return None
+    # Gemma4TextConfig has no defaults for these (configuration_gemma4.py:179-181): each must be given
+    require_positive(args, "num_experts", "moe_intermediate_size", origin=origin)
+    e, width = args.num_experts or 0, args.moe_intermediate_size or 0
+    k = args.top_k_experts or args.num_experts_per_tok or e  # per token: drives speed only, never the bytes
+    return MoESpec(e, k, width, shared_experts=1, shared_intermediate=dense)
