@@ -14,7 +14,6 @@ import hashlib
 import json
 import subprocess
 import sys
-import time
 
 import pytest
 
@@ -98,18 +97,19 @@ def test_vocab_types_differ_and_fingerprints(smollm, gemma):
     assert (smollm.bos_token_id, smollm.eos_token_ids) == (1, (2,))
 
 
-def test_header_reads_are_fast():
-    # Issue target: either file's metadata in under half a second (GGUFReader: ~4 s and ~10-16 s here).
+def test_header_reads_stop_at_the_header(monkeypatch):
+    # Why the read is fast (GGUFReader maps and walks the whole file: ~4 s and ~10-16 s here): the bytes it
+    # reads are the header's, never the tensor data. Counted, not timed (a timing fails on a busy host).
+    from planner.sources import gguf_header
+    read: list[int] = []
+    real_read = gguf_header._read_upto
+    monkeypatch.setattr(gguf_header, "_read_upto", lambda fh, n: read.append(n) or real_read(fh, n))
     for name in (SMOLLM, GEMMA):
-        path = real(name)
-        best = min(_timed(path) for _ in range(3))
-        assert best < 0.5, f"{name}: {best:.3f} s"
-
-
-def _timed(path) -> float:
-    t0 = time.perf_counter()
-    read_gguf(path)
-    return time.perf_counter() - t0
+        read.clear()
+        header = read_gguf(real(name))
+        # the first 4 MiB prefix, grown (at least doubled) only while the header runs past it
+        bound = max(gguf_header._FIRST_READ_BYTES, 2 * header.data_offset)
+        assert sum(read) <= bound < header.file_size, (name, sum(read), header.data_offset)
 
 
 @pytest.mark.parametrize("name", [SMOLLM, GEMMA])
