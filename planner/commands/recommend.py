@@ -305,7 +305,9 @@ def option_json(o: Any) -> dict[str, Any]:
             "verdict": o.verdict, "fits": o.fits, "headroom_bytes": o.headroom_bytes, "compatible": o.compatible,
             "fallback": o.fallback, "reasons": list(o.reasons),
             "acceptance": None if a is None else {"alpha": a.alpha, "low": a.low, "high": a.high, "given": a.given,
-                                                  "source": a.source},
+                                                  "source": a.source,
+                                                  **({"decay": {"depth": a.decay.depth, "factor": a.decay.factor,
+                                                                "source": a.decay.source}} if a.decay else {})},
             "costs_source": o.costs_source,
             "baseline_tokens_per_s": round(o.baseline_tokens_per_s, 3) if o.baseline_tokens_per_s else None,
             **({"per_batch": [batch_json(p) for p in o.per_batch], "crossover_batch": o.crossover_batch}
