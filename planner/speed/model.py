@@ -23,16 +23,26 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ..core import memo
 from ..core.constants import DRAFT_RATIO_WARN, VERIFY_SLOPE_WARN
 from ..core.errors import UsageError
 
-if TYPE_CHECKING:
-    from .position_decay import PositionDecay
-
 Alpha = float | Sequence[float]  # one alpha, or per-position a_1..a_K
+
+
+class PositionRates(Protocol):
+    """How an acceptance falls by position (speed/position_decay.PositionDecay): rates a_1..a_K from the
+    first position's, and the depth, factor and source a plan states."""
+
+    @property
+    def depth(self) -> int: ...
+    @property
+    def factor(self) -> float: ...
+    @property
+    def source(self) -> str: ...
+    def rates(self, alpha: float, k: int) -> tuple[float, ...]: ...
 
 FASTER, SLOWER, UNCERTAIN = "faster", "slower", "uncertain"
 _BISECT_STEPS = 200  # bisection on [0, 1]: 2**-200 is far below float resolution
@@ -54,7 +64,7 @@ class Acceptance:
     source: str
     # how the rate falls by position (MTP layers reused past their depth); alpha, low, high are then the
     # first position's rate and predict() prices each position with its own (speed/position_decay.py)
-    decay: PositionDecay | None = None
+    decay: PositionRates | None = None
 
     def __post_init__(self) -> None:
         for name in ("alpha", "low", "high"):
