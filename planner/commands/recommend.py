@@ -15,6 +15,7 @@ from ..core.errors import UsageError, one_line
 from ..core.fmt import fmt_bytes
 from ..core.units import parse_batches, parse_bytes, parse_tokens
 from ..drafting import DraftModel, make_method
+from ..engines import versions
 from ..engines.base import DRAFT_MODEL, EAGLE3
 from ..fits import fit as fitmod
 from ..fits import memory, search
@@ -37,6 +38,7 @@ from ._methods import parse_methods, parse_workload
 from ._options import (
     AcceptanceOpt,
     ContextOpt,
+    EngineVersionOpt,
     GpuMemoryOpt,
     GpusOpt,
     JsonOpt,
@@ -118,6 +120,7 @@ def recommend(
     as_json: JsonOpt = False,
     wide: WideOpt = False,
     show_all: AllOpt = False,
+    engine_version: EngineVersionOpt = None,
 ) -> None:
     """Rank candidate drafts x K x KV dtype that fit and are compatible; print the best plan and how to launch it.
 
@@ -143,6 +146,7 @@ def recommend(
     m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus,
                         remeasure=remeasure)
     eng = engine_for(engine, spec, kind=m.kind)
+    built = versions.parse(engine_version, eng)  # the engine build the costs are priced for (engines/versions.py)
     ctx = parse_tokens(context)
     layout = default_layout(m.n_devices, eng, tp, pp)
     cands = _given_drafts(spec, draft, head, candidates, kinds, work, draft_weights_dtype)
@@ -179,10 +183,11 @@ def recommend(
                 weights_dtype=weights_dtype)
 
     def run(**asked: Any) -> Any:
-        return P.recommend(spec, ref, m, engine=eng, batch=batch, candidates=cands, costs_for=costs_for,
-                           given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
-                           temperature=temperature, k_fixed=k, draft_weights_dtype=draft_weights_dtype,
-                           batches=batches, workload=work, methods=kinds, adaptive=policy, **asked)
+        with versions.selected(built):
+            return P.recommend(spec, ref, m, engine=eng, batch=batch, candidates=cands, costs_for=costs_for,
+                               given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
+                               temperature=temperature, k_fixed=k, draft_weights_dtype=draft_weights_dtype,
+                               batches=batches, workload=work, methods=kinds, adaptive=policy, **asked)
     rec = run(**plan)
     if not rec.baseline_fits:
         rec = _with_cheapest_fit(rec, run, plan, spec, m, eng, batch)

@@ -23,6 +23,8 @@ from ..core.errors import MachineError, PlannerError, UsageError
 from ..core.spec import ModelSpec
 from ..drafting import DRAFT_MODEL, Compatibility, DraftingMethod, DraftModel, self_drafting
 from ..drafting.draft_model import conditioned
+from ..engines import versions
+from ..engines.base import share_key
 from ..fits import fit
 from ..fits.machine import Machine
 from ..fits.memory import Settings
@@ -170,14 +172,20 @@ def roofline_costs(target: ModelSpec, method: DraftingMethod, machine: roofline.
     """Roofline t_v(1..k_max+1) of the target, the method's t_d and the engine's per-round speculation
     overhead t_o on the deployment context, at the settings' batch (concurrent sequences)."""
     verify = roofline.verify_costs(target, machine, context=s.context, n_max=k_max + 1, settings=s)
-    return roofline_verify(verify, method.step_s(machine, s), machine.name, s)
+    return roofline_verify(verify, method.step_s(machine, s), machine.name, s, getattr(machine, "share_kind", None))
 
 
-def roofline_verify(verify: Sequence[roofline.ForwardCost], draft_s: float, name: str, s: Settings) -> Costs:
+def roofline_verify(verify: Sequence[roofline.ForwardCost], draft_s: float, name: str, s: Settings,
+                    share_kind: str | None = None) -> Costs:
     """Costs from roofline forwards: the central t_v curve and the kernel-curve interval around it, and the
-    engine's per-round speculation overhead at the settings' batch."""
+    engine's per-round speculation overhead at the settings' batch; where the engine's fixed cost depends on
+    its build on this machine class, which build range the costs assume (engines/versions.py)."""
     basis = {c.kernel_basis for c in verify[1:]} - {"none"}
     src = f"roofline ({name})" + (f"; verify kernels: {', '.join(sorted(basis))} curves" if basis else "")
+    key = share_key(share_kind)
+    choice = versions.fixed_cost(s.engine, key) if key is not None else None
+    if choice is not None:
+        src += f"; {s.engine} fixed cost per forward: {choice.note}"
     t_o, t_o_low, why = roofline.spec_round_overhead_s(s.engine, s.batch)
     if t_o:
         src += (f"; speculation overhead {t_o * 1e3:.3g} ms per round at {s.batch} sequence(s), "
@@ -336,7 +344,7 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
             key = (id(r), s.kv_dtype, s.context, s.batch)
             if key not in curves:
                 curves[key] = roofline.verify_costs(target, r, context=s.context, n_max=k_max + 1, settings=s)
-            return roofline_verify(curves[key], method.step_s(r, s), roof.name, s)
+            return roofline_verify(curves[key], method.step_s(r, s), roof.name, s, getattr(r, "share_kind", None))
 
         def costs_for(method: DraftingMethod, s: Settings) -> Costs:
             c = at(roof, method, s)
