@@ -195,6 +195,17 @@ def roofline_verify(verify: Sequence[roofline.ForwardCost], draft_s: float, name
                  verify_low_s=tuple(c.seconds_low for c in verify), verify_high_s=tuple(c.seconds_high for c in verify))
 
 
+def allreduce_note(target: ModelSpec, machine: Machine, tp: int) -> str:
+    """What a tensor-parallel plan pays to synchronise its ranks, and over which link (speed/roofline.allreduce_s)."""
+    if machine.interconnect is None:
+        return (f"tensor parallel {tp}: the all-reduces (2 per layer) are not priced: '{machine.name}' catalogues no "
+                f"link between its GPUs")
+    link, latency = machine.interconnect
+    return (f"tensor parallel {tp}: 2 all-reduces per layer x {target.n_layers} layers, each of tokens x "
+            f"{target.hidden:,} x 2 B (ring: {latency * 1e6:.3g} us + 2 ({tp}-1)/{tp} x bytes / {link / 1e9:.3g} GB/s) "
+            f"({machine.sources.get('interconnect', 'catalogued link')})")
+
+
 def acceptance_for(target: ModelSpec, method: DraftingMethod, *, given: acc.Acceptance | None,
                    measured: acc.Acceptance | None, tli: float | None) -> acc.Acceptance:
     """Measured > given > the method's prior (published pairs of the two families > family default);
@@ -334,6 +345,8 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
         notes.append(f"{engine} has no verify-kernel curve for {machine.kind} machines (Engine.verify_backend): "
                      f"verifying K+1 tokens is priced by the roofline alone, near flat at small K, so the "
                      f"speed-up is low confidence")
+    if roofline_costs_used and layout.tp > 1:
+        notes.append(allreduce_note(target, machine, layout.tp))
     if costs_for is None:
         roof = roofline_machine(machine, layout, engine)
         curves: dict[tuple, tuple[roofline.ForwardCost, ...]] = {}  # the target's depend on the KV type only
