@@ -35,7 +35,7 @@ from ..speed import roofline
 from ..speed.adaptive import Adaptive
 from ..speed.adaptive_predict import predict_plan
 from ..speed.model import Costs
-from . import hybrid, load, mtp_depth
+from . import hybrid, load, mtp_depth, settle
 from .drafting_stop import policies_for
 from .load import BatchPoint
 from .machine_spread import widen_by_machine
@@ -232,7 +232,10 @@ def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compat
                             adaptive=p), p) for p in policies_for(engine, method.kind, adaptive)]
     (pred, policy), others = priced[0], priced[1:]  # the first policy is the plan; the others are priced beside it
     pred = widen_by_machine(pred, costs, alpha, k_max, policy)
-    reasons = list(pred.reasons) + [r for r in (mtp_depth.reason(problem.target, method, pred.k_best),) if r]
+    reasons = list(pred.reasons) + [r for r in (mtp_depth.reason(problem.target, method, pred.k_best),
+                                                settle.reason(pred, costs, alpha, not costs.source.startswith("roofline"),
+                                                              method.kind))
+                                    if r]
     reasons += [f"every round drafting K={o.k_best} (--draft-p-min 0) prices {o.speedup:.2f}x against "
                 f"{pred.speedup:.2f}x with the confidence stop (the stop is what published llama-server sweeps ran)"
                 for o, p in others if p is None and o.speedup > 1.05 * pred.speedup]
