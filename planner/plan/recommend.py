@@ -35,7 +35,7 @@ from ..speed import roofline
 from ..speed.adaptive import Adaptive
 from ..speed.adaptive_predict import predict_plan
 from ..speed.model import Costs
-from . import hybrid, load, mtp_depth, settle
+from . import draft_catchup, hybrid, load, mtp_depth, settle
 from .drafting_stop import policies_for
 from .load import BatchPoint
 from .machine_spread import widen_by_machine
@@ -172,7 +172,8 @@ def roofline_costs(target: ModelSpec, method: DraftingMethod, machine: roofline.
     """Roofline t_v(1..k_max+1) of the target, the method's t_d and the engine's per-round speculation
     overhead t_o on the deployment context, at the settings' batch (concurrent sequences)."""
     verify = roofline.verify_costs(target, machine, context=s.context, n_max=k_max + 1, settings=s)
-    return roofline_verify(verify, method.step_s(machine, s), machine.name, s, getattr(machine, "share_kind", None))
+    costs = roofline_verify(verify, method.step_s(machine, s), machine.name, s, getattr(machine, "share_kind", None))
+    return draft_catchup.priced(costs, method, machine, s)
 
 
 def roofline_verify(verify: Sequence[roofline.ForwardCost], draft_s: float, name: str, s: Settings,
@@ -360,7 +361,8 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
             key = (id(r), s.kv_dtype, s.context, s.batch)
             if key not in curves:
                 curves[key] = roofline.verify_costs(target, r, context=s.context, n_max=k_max + 1, settings=s)
-            return roofline_verify(curves[key], method.step_s(r, s), roof.name, s, getattr(r, "share_kind", None))
+            costs = roofline_verify(curves[key], method.step_s(r, s), roof.name, s, getattr(r, "share_kind", None))
+            return draft_catchup.priced(costs, method, r, s)
 
         def costs_for(method: DraftingMethod, s: Settings) -> Costs:
             c = at(roof, method, s)
