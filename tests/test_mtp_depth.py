@@ -22,6 +22,14 @@ def test_mtp_past_its_depth_says_low_confidence(capsys):
     assert code == 0
     reasons = " ".join(json.loads(out)["plans"][0]["reasons"])
     assert "K=3 runs the 1 MTP layer(s) 2 position(s) past their depth" in reasons
+    assert "each position past the depth is priced at 0.967x the one before" in reasons
+    # on vLLM the same target at K = 3 prices the decayed rates a, 0.967a, 0.967^2 a: alpha is the first's
+    code, out, _ = run(["recommend", QWEN35, "--machine", "h100-sxm", "--engine", "vllm", "--method", "mtp",
+                        "--k", "3", "--json"], capsys)
+    plan = json.loads(out)["plans"][0]
+    a = plan["acceptance"]["alpha"]
+    assert plan["acceptance"]["decay"]["depth"] == 1 and plan["acceptance"]["decay"]["factor"] == 0.967
+    assert f"per-position alpha = [{a:.2f}, {a * 0.967:.2f}, {a * 0.967 ** 2:.2f}]" in " ".join(plan["reasons"])
     code, out, _ = run(["recommend", QWEN35, "--machine", "h100-sxm", "--engine", "llama.cpp", "--method", "mtp",
                         "--k", "1", "--json"], capsys)
     assert "past their depth" not in " ".join(json.loads(out)["plans"][0]["reasons"])

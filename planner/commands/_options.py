@@ -63,6 +63,9 @@ PpOpt = Annotated[int | None, typer.Option("--pp", help="Pipeline-parallel size 
 RecEngineOpt = Annotated[str, typer.Option(
     "--engine", "-e", help=f"{_ENGINES} | auto (a .gguf target: llama.cpp; "
                            "else GPU: vllm; Apple, CPU: llama.cpp).")]
+EngineVersionOpt = Annotated[str | None, typer.Option(
+    "--engine-version", help="The engine build the costs are for: a llama.cpp build (b8000, llama-server --version); "
+                             "default: the range the fixed costs were measured on, named in the plan.")]
 ProfileOpt = Annotated[str | None, typer.Option("--profile", help="Measured costs from 'planner probe --out'.")]
 AcceptanceOpt = Annotated[str | None, typer.Option(
     "--acceptance", help="Acceptance: 0.7 (alpha), 0.6-0.8, or greedy_match=0.8, accepted_per_drafted=0.72@5, "

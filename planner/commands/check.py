@@ -9,6 +9,7 @@ import typer
 from ..core.atomic import append_text, atomic_write
 from ..core.constants import github_actions
 from ..core.fmt import tabulate
+from ..engines import versions
 from ..plan import check as C
 from ..plan.check import FAIL, PASS, SKIP
 from ..plan.policy import load_policy
@@ -17,7 +18,7 @@ from ..render.check_values import format_value
 from ..render.junit import Case
 from ..render.junit import render as render_junit
 from ._common import app, emit, say, split_values, warn
-from ._options import ConfigOpt, DeploymentOpt, JsonOpt
+from ._options import ConfigOpt, DeploymentOpt, EngineVersionOpt, JsonOpt
 
 JunitOpt = Annotated[str | None, typer.Option("--junit", help="Also write JUnit XML here (one test case per "
                                                               "deployment x machine x requirement).")]
@@ -88,6 +89,7 @@ def check(
     deployment: DeploymentOpt = None,
     junit: JunitOpt = None,
     as_json: JsonOpt = False,
+    engine_version: EngineVersionOpt = None,
 ) -> None:
     """Judge every deployment in the policy on every machine against its requirements (a CI gate).
 
@@ -100,11 +102,13 @@ def check(
       planner check --config deploy/planner.toml --junit planner-junit.xml
       planner check --machine h100-sxm --machine rtx-4090 --json
     """
+    built = versions.parse(engine_version, None)  # the llama.cpp build the speed checks price (before any file)
     policy = load_policy(config)
     if policy.found_above:  # the first line of the log says which file gates, before any result
         warn(f"the policy that gates this run is '{policy.path}', found in a parent folder (the search stops at "
              f"the repository root or the user's home); pass --config FILE to choose another.")
-    report = C.check(policy, machines=split_values(machine), deployments=split_values(deployment))
+    with versions.selected(built):
+        report = C.check(policy, machines=split_values(machine), deployments=split_values(deployment))
     inputs = [policy.path, *(p for a in report.assessments for p in (a.scenario.profile_path, a.scenario.target_ref,
                                                                       a.scenario.draft_ref) if p)]
     if junit:

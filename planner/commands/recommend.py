@@ -15,6 +15,7 @@ from ..core.errors import UsageError, one_line
 from ..core.fmt import fmt_bytes
 from ..core.units import parse_batches, parse_bytes, parse_tokens
 from ..drafting import DraftModel, make_method
+from ..engines import versions
 from ..engines.base import DRAFT_MODEL, EAGLE3
 from ..fits import fit as fitmod
 from ..fits import memory, search
@@ -37,6 +38,7 @@ from ._methods import parse_methods, parse_workload
 from ._options import (
     AcceptanceOpt,
     ContextOpt,
+    EngineVersionOpt,
     GpuMemoryOpt,
     GpusOpt,
     JsonOpt,
@@ -118,6 +120,7 @@ def recommend(
     as_json: JsonOpt = False,
     wide: WideOpt = False,
     show_all: AllOpt = False,
+    engine_version: EngineVersionOpt = None,
 ) -> None:
     """Rank candidate drafts x K x KV dtype that fit and are compatible; print the best plan and how to launch it.
 
@@ -144,6 +147,7 @@ def recommend(
                         remeasure=remeasure)
     eng = engine_for(engine, spec, kind=m.kind)
     resolved = engines.get(eng)  # the engine, resolved once at the entry: the Engine travels down, not its name
+    built = versions.parse(engine_version, eng)  # the engine build the costs are priced for (engines/versions.py)
     ctx = parse_tokens(context)
     layout = default_layout(m.n_devices, resolved, tp, pp)
     cands = _given_drafts(spec, draft, head, candidates, kinds, work, draft_weights_dtype)
@@ -180,10 +184,11 @@ def recommend(
                 weights_dtype=weights_dtype)
 
     def run(**asked: Any) -> Any:
-        return P.recommend(spec, ref, m, engine=resolved, batch=batch, candidates=cands, costs_for=costs_for,
-                           given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
-                           temperature=temperature, k_fixed=k, draft_weights_dtype=draft_weights_dtype,
-                           batches=batches, workload=work, methods=kinds, adaptive=policy, **asked)
+        with versions.selected(built):
+            return P.recommend(spec, ref, m, engine=resolved, batch=batch, candidates=cands, costs_for=costs_for,
+                               given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
+                               temperature=temperature, k_fixed=k, draft_weights_dtype=draft_weights_dtype,
+                               batches=batches, workload=work, methods=kinds, adaptive=policy, **asked)
     rec = run(**plan)
     if not rec.baseline_fits:
         rec = _with_cheapest_fit(rec, run, plan, spec, m, eng, batch)
@@ -306,7 +311,9 @@ def option_json(o: Any) -> dict[str, Any]:
             "verdict": o.verdict, "fits": o.fits, "headroom_bytes": o.headroom_bytes, "compatible": o.compatible,
             "fallback": o.fallback, "reasons": list(o.reasons),
             "acceptance": None if a is None else {"alpha": a.alpha, "low": a.low, "high": a.high, "given": a.given,
-                                                  "source": a.source},
+                                                  "source": a.source,
+                                                  **({"decay": {"depth": a.decay.depth, "factor": a.decay.factor,
+                                                                "source": a.decay.source}} if a.decay else {})},
             "costs_source": o.costs_source,
             "baseline_tokens_per_s": round(o.baseline_tokens_per_s, 3) if o.baseline_tokens_per_s else None,
             **({"per_batch": [batch_json(p) for p in o.per_batch], "crossover_batch": o.crossover_batch}

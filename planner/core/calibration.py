@@ -51,6 +51,9 @@ class Calibration:
     held_out: tuple[str, ...]
     source: str
     dependent: tuple[str, ...] = ()  # rows of the same setup as a fitted row (same paper, GPU, model): not independent
+    # the engine versions the figure was measured on and the ones it is taken to hold for (engines/versions.py):
+    # {"scheme", "measured", "applies_from", "applies_to", "why"}; None: not recorded
+    versions: dict[str, Any] | None = None
 
     @property
     def key(self) -> tuple[str, str, str]:
@@ -72,7 +75,21 @@ def _entry(raw: Any, origin: str) -> Calibration:
                           origin)
     return Calibration(str(raw["engine"]), str(raw["machine_class"]), str(raw["term"]), float(value),
                        str(raw["unit"]), fit, tuple(map(str, raw["rows"])), tuple(map(str, raw["held_out"])),
-                       str(raw["source"]), tuple(map(str, raw.get("dependent", ()))))
+                       str(raw["source"]), tuple(map(str, raw.get("dependent", ()))), _versions(raw, origin))
+
+
+def _versions(raw: dict[str, Any], origin: str) -> dict[str, Any] | None:
+    """An entry's version range, checked: a scheme, what it was measured on, integer bounds or null."""
+    v = raw.get("versions")
+    if v is None:
+        return None
+    bounds = (v.get("applies_from"), v.get("applies_to")) if isinstance(v, dict) else ()
+    if not isinstance(v, dict) or not isinstance(v.get("scheme"), str) or not isinstance(v.get("measured"), str) \
+            or any(b is not None and (not isinstance(b, int) or isinstance(b, bool)) for b in bounds):
+        raise ConfigError(f"Cannot read calibration entry {raw['engine']}/{raw['machine_class']}/{raw['term']} in "
+                          f"'{origin}': versions must give scheme and measured (text) and applies_from / applies_to "
+                          f"(integers or null).", origin)
+    return v
 
 
 @lru_cache(maxsize=1)

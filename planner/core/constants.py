@@ -263,3 +263,13 @@ PAIR_DRAFT_RATIO_MAX = 0.5
 # 20.7 GFLOP/s, Gemma-3-270M Q4_K_M 36.9 GFLOP/s, against 89.6 GFLOP/s of AVX2 FMA at 2.8 GHz
 # (0.23 and 0.41). The lower figure is used: optimism about verification is the costly error.
 CPU_MATMUL_EFFICIENCY = 0.25
+
+# --- a multi-GPU box described by --gpus on a one-GPU entry ---------------------------------
+# The ranks' link when the entry catalogues none: PCIe 4.0 x16, 32 GB/s each way (PCI-SIG 16 GT/s x16),
+# a small all-reduce at least the NVLink 10.1 us (sgl-project/sglang PR #2904): the figures the
+# catalogued PCIe pairs carry (catalogs/machines/2x-rtx-4090.json). Assumed, not measured: a box with
+# NVLink or NVSwitch all-reduces faster (catalog an Nx entry with its interconnect to say so).
+ASSUMED_LINK_BYTES_PER_S = 32_000_000_000
+ASSUMED_LINK_LATENCY_S = 1.01e-05
+ASSUMED_LINK_SOURCE = ("assumed PCIe 4.0 x16: 32 GB/s each way (PCI-SIG 16 GT/s x16), small all-reduce latency at "
+                       "least 10.1 us (sgl-project/sglang PR #2904); the entry catalogues no link between its GPUs")

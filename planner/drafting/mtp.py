@@ -22,7 +22,7 @@ from ..engines.base import MTP, Engine, method_verdict
 from ..fits import memory
 from ..fits.memory import Settings
 from ..speed import acceptance as acc
-from ..speed import roofline
+from ..speed import position_decay, roofline
 from ..speed.roofline import MachineLike
 from . import priors
 from .base import Compatibility, DraftingMethod, MethodEntry
@@ -108,7 +108,10 @@ class MtpLayers:
         return layers + head / float(machine.bandwidth_bytes_per_s)
 
     def acceptance_prior(self, target: ModelSpec) -> acc.Acceptance:
-        return priors.prior(KIND, workload=self.workload, target=target.id)
+        """The pooled MTP prior (the trained layer's rate), falling past the target's own depth."""
+        a = priors.prior(KIND, workload=self.workload, target=target.id)
+        depth = target.mtp.layers if target.mtp is not None else 0
+        return replace(a, decay=position_decay.reused_layer(depth)) if depth >= 1 else a
 
     def launch_fields(self) -> dict[str, Any]:
         return {"draft": None, "method": KIND, "draft_weights_quant": None}

@@ -13,7 +13,7 @@ catalogs/methods/*.json stores each published number raw, in its convention (doc
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -23,6 +23,7 @@ from ..core.constants import PRIOR_MIN_HALF_WIDTH, catalog_dir
 from ..core.errors import ConfigError, UsageError
 from ..core.jsonio import read_json_object
 from ..speed import acceptance as acc
+from ..speed import position_decay
 
 WORKLOADS = ("chat", "code", "reasoning")
 DEFAULT_WORKLOAD = "chat"
@@ -61,9 +62,11 @@ class Measurement:
     speedup: float | None
     source: str
     notes: str = ""
+    mtp_layers: int | None = None  # the measured target's trained MTP layers, where its config states them
 
     def acceptance(self) -> acc.Acceptance | None:
-        """The measurement as alpha (None when it published only a speed-up).
+        """The measurement as alpha (None when it published only a speed-up). An MTP run at K past its
+        stated depth is converted under the reused layer's decay, so alpha is the trained layer's rate.
 
         Raises:
             ConfigError: the number cannot be converted (names the entry).
@@ -71,11 +74,31 @@ class Measurement:
         if self.value is None or self.convention is None:
             return None
         try:
+            if self.mtp_layers and self.k and self.k > self.mtp_layers and self.convention in _PER_ROUND:
+                return self._past_depth(self.value, self.convention, self.k,
+                                        position_decay.reused_layer(self.mtp_layers))
             return acc.acceptance(self.value, self.convention, k=self.k, low=self.low, high=self.high,
                                   source=self.source)
         except UsageError as e:
             raise ConfigError(f"Cannot convert acceptance of measurement '{self.id}': {e}", None,
                               key="acceptance") from e
+
+
+    def _past_depth(self, value: float, conv: str, k: int, decay: position_decay.PositionDecay) -> acc.Acceptance:
+        """alpha of the trained layer from a per-round figure at K past the depth, end by end.
+
+        # tau = E(K); accepted_per_drafted r = (E(K) - 1) / K; E(K) under the decay inverted for alpha
+        """
+
+        def first(v: float) -> float:
+            return position_decay.alpha_at(v if conv == acc.TAU else 1.0 + v * k, k, decay)
+        lo, hi = (value if x is None else x for x in (self.low, self.high))
+        a = acc.acceptance(value, conv, k=k, low=lo, high=hi, source=self.source)  # validates the range
+        return replace(a, alpha=first(value), low=first(lo), high=first(hi),
+                       given=f"{a.given}, under {decay.describe()}")
+
+
+_PER_ROUND = frozenset({acc.TAU, acc.ACCEPTED_PER_DRAFTED})
 
 
 def measurements(directory: str | Path | None = None) -> tuple[Measurement, ...]:
@@ -162,12 +185,16 @@ def _entry(it: Any, f: Path, i: int) -> Measurement:
                         draft=it.get("draft"), engine=str(it["engine"]), workload=it.get("workload"),
                         k=it.get("k"), temperature=it.get("temperature"), value=a.get("value"), low=a.get("low"),
                         high=a.get("high"), convention=a.get("convention"), speedup=it.get("speedup"),
-                        source=str(it["source"]), notes=str(it.get("notes", "")))
+                        source=str(it["source"]), notes=str(it.get("notes", "")), mtp_layers=it.get("mtp_layers"))
     except (KeyError, AttributeError) as e:
         raise ConfigError(f"Cannot read method measurements '{f}': entry {i} lacks {e} (expected id, method, "
                           f"target, engine, source).", f, key=str(e)) from e
     if m.workload is not None and m.workload not in WORKLOADS:
         raise ConfigError(f"Cannot read method measurements '{f}': entry '{m.id}' has workload '{m.workload}' "
                           f"(expected one of {', '.join(WORKLOADS)} or null).", f, key="workload")
+    if m.mtp_layers is not None and (not isinstance(m.mtp_layers, int) or isinstance(m.mtp_layers, bool)
+                                     or m.mtp_layers < 1):
+        raise ConfigError(f"Cannot read method measurements '{f}': entry '{m.id}' has mtp_layers "
+                          f"{m.mtp_layers!r} (expected a positive integer or null).", f, key="mtp_layers")
     m.acceptance()  # a number that cannot be converted fails here, naming the entry
     return m

@@ -20,6 +20,9 @@ from ..core.constants import (
     APPLE_WORKING_SET_FRACTION_LARGE,
     APPLE_WORKING_SET_FRACTION_SMALL,
     APPLE_WORKING_SET_LARGE_FROM_BYTES,
+    ASSUMED_LINK_BYTES_PER_S,
+    ASSUMED_LINK_LATENCY_S,
+    ASSUMED_LINK_SOURCE,
 )
 from ..core.errors import MachineError
 from .measure_stats import Spread
@@ -119,7 +122,21 @@ def with_overrides(m: Machine, *, memory_bytes: int | None = None, n_devices: in
     if memory_bytes is not None:
         sources["memory"] = f"given (--gpu-memory {memory_bytes} B per device)"
     notes = m.notes + ((f"device count set to {n_devices} (--gpus)",) if n_devices is not None else ())
-    return replace(m, devices=tuple(devs), sources=sources, notes=notes)
+    out = replace(m, devices=tuple(devs), sources=sources, notes=notes)
+    return _as_box(out, m) if n_devices is not None and n_devices > 1 and m.n_devices == 1 else out
+
+
+def _as_box(m: Machine, one: Machine) -> Machine:
+    """A one-GPU entry copied to N GPUs is an N-GPU box: named so, and its ranks all-reduce over a link (the
+    entry's, else PCIe assumed and said so: plan/roof.py and speed/roofline.allreduce_s price it)."""
+    n = m.n_devices
+    sources = dict(m.sources)
+    link = m.interconnect
+    if link is None:
+        link = (ASSUMED_LINK_BYTES_PER_S, ASSUMED_LINK_LATENCY_S)
+        sources["interconnect"] = ASSUMED_LINK_SOURCE
+    return replace(m, name=f"{n}x-{one.name}", display_name=f"{n} x {one.display_name}", interconnect=link,
+                   sources=sources, notes=(*m.notes, f"ranks linked by {sources.get('interconnect', 'the entry')}"))
 
 
 def custom_gpu(memory_bytes: int, n_devices: int = 1) -> Machine:

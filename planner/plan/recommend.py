@@ -23,7 +23,8 @@ from ..core.errors import MachineError, PlannerError, UsageError
 from ..core.spec import ModelSpec
 from ..drafting import DRAFT_MODEL, Compatibility, DraftingMethod, DraftModel, self_drafting
 from ..drafting.draft_model import conditioned
-from ..engines import Engine
+from ..engines import Engine, versions
+from ..engines.base import share_key
 from ..fits import fit
 from ..fits.machine import Machine
 from ..fits.memory import Settings
@@ -34,7 +35,7 @@ from ..speed import roofline
 from ..speed.adaptive import Adaptive
 from ..speed.adaptive_predict import predict_plan
 from ..speed.model import Costs
-from . import hybrid, load, mtp_depth
+from . import draft_catchup, hybrid, load, mtp_depth, settle
 from .drafting_stop import policies_for
 from .load import BatchPoint
 from .machine_spread import widen_by_machine
@@ -171,14 +172,21 @@ def roofline_costs(target: ModelSpec, method: DraftingMethod, machine: roofline.
     """Roofline t_v(1..k_max+1) of the target, the method's t_d and the engine's per-round speculation
     overhead t_o on the deployment context, at the settings' batch (concurrent sequences)."""
     verify = roofline.verify_costs(target, machine, context=s.context, n_max=k_max + 1, settings=s)
-    return roofline_verify(verify, method.step_s(machine, s), machine.name, s)
+    costs = roofline_verify(verify, method.step_s(machine, s), machine.name, s, getattr(machine, "share_kind", None))
+    return draft_catchup.priced(costs, method, machine, s)
 
 
-def roofline_verify(verify: Sequence[roofline.ForwardCost], draft_s: float, name: str, s: Settings) -> Costs:
+def roofline_verify(verify: Sequence[roofline.ForwardCost], draft_s: float, name: str, s: Settings,
+                    share_kind: str | None = None) -> Costs:
     """Costs from roofline forwards: the central t_v curve and the kernel-curve interval around it, and the
-    engine's per-round speculation overhead at the settings' batch."""
+    engine's per-round speculation overhead at the settings' batch; where the engine's fixed cost depends on
+    its build on this machine class, which build range the costs assume (engines/versions.py)."""
     basis = {c.kernel_basis for c in verify[1:]} - {"none"}
     src = f"roofline ({name})" + (f"; verify kernels: {', '.join(sorted(basis))} curves" if basis else "")
+    key = share_key(share_kind)
+    choice = versions.fixed_cost(s.engine, key) if key is not None else None
+    if choice is not None:
+        src += f"; {s.engine} fixed cost per forward: {choice.note}"
     t_o, t_o_low, why = roofline.spec_round_overhead_s(s.resolved_engine, s.batch)
     if t_o:
         src += (f"; speculation overhead {t_o * 1e3:.3g} ms per round at {s.batch} sequence(s), "
@@ -186,6 +194,17 @@ def roofline_verify(verify: Sequence[roofline.ForwardCost], draft_s: float, name
     return Costs(verify_s=tuple(c.seconds for c in verify), draft_s=draft_s, overhead_s=t_o, source=src,
                  overhead_low_s=t_o_low,
                  verify_low_s=tuple(c.seconds_low for c in verify), verify_high_s=tuple(c.seconds_high for c in verify))
+
+
+def allreduce_note(target: ModelSpec, machine: Machine, tp: int) -> str:
+    """What a tensor-parallel plan pays to synchronise its ranks, and over which link (speed/roofline.allreduce_s)."""
+    if machine.interconnect is None:
+        return (f"tensor parallel {tp}: the all-reduces (2 per layer) are not priced: '{machine.name}' catalogues no "
+                f"link between its GPUs")
+    link, latency = machine.interconnect
+    return (f"tensor parallel {tp}: 2 all-reduces per layer x {target.n_layers} layers, each of tokens x "
+            f"{target.hidden:,} x 2 B (ring: {latency * 1e6:.3g} us + 2 ({tp}-1)/{tp} x bytes / {link / 1e9:.3g} GB/s) "
+            f"({machine.sources.get('interconnect', 'catalogued link')})")
 
 
 def acceptance_for(target: ModelSpec, method: DraftingMethod, *, given: acc.Acceptance | None,
@@ -214,7 +233,10 @@ def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compat
                             adaptive=p), p) for p in policies_for(engine, method.kind, adaptive)]
     (pred, policy), others = priced[0], priced[1:]  # the first policy is the plan; the others are priced beside it
     pred = widen_by_machine(pred, costs, alpha, k_max, policy)
-    reasons = list(pred.reasons) + [r for r in (mtp_depth.reason(problem.target, method, pred.k_best),) if r]
+    reasons = list(pred.reasons) + [r for r in (mtp_depth.reason(problem.target, method, pred.k_best),
+                                                settle.reason(pred, costs, alpha, not costs.source.startswith("roofline"),
+                                                              method.kind))
+                                    if r]
     reasons += [f"every round drafting K={o.k_best} (--draft-p-min 0) prices {o.speedup:.2f}x against "
                 f"{pred.speedup:.2f}x with the confidence stop (the stop is what published llama-server sweeps ran)"
                 for o, p in others if p is None and o.speedup > 1.05 * pred.speedup]
@@ -327,6 +349,8 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: E
         notes.append(f"{engine.name} has no verify-kernel curve for {machine.kind} machines (Engine.verify_backend): "
                      f"verifying K+1 tokens is priced by the roofline alone, near flat at small K, so the "
                      f"speed-up is low confidence")
+    if roofline_costs_used and layout.tp > 1:
+        notes.append(allreduce_note(target, machine, layout.tp))
     if costs_for is None:
         roof = roofline_machine(machine, layout, engine)
         curves: dict[tuple, tuple[roofline.ForwardCost, ...]] = {}  # the target's depend on the KV type only
@@ -337,7 +361,8 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: E
             key = (id(r), s.kv_dtype, s.context, s.batch)
             if key not in curves:
                 curves[key] = roofline.verify_costs(target, r, context=s.context, n_max=k_max + 1, settings=s)
-            return roofline_verify(curves[key], method.step_s(r, s), roof.name, s)
+            costs = roofline_verify(curves[key], method.step_s(r, s), roof.name, s, getattr(r, "share_kind", None))
+            return draft_catchup.priced(costs, method, r, s)
 
         def costs_for(method: DraftingMethod, s: Settings) -> Costs:
             c = at(roof, method, s)

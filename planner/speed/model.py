@@ -23,12 +23,26 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from ..core import memo
 from ..core.constants import DRAFT_RATIO_WARN, VERIFY_SLOPE_WARN
 from ..core.errors import UsageError
 
 Alpha = float | Sequence[float]  # one alpha, or per-position a_1..a_K
+
+
+class PositionRates(Protocol):
+    """How an acceptance falls by position (speed/position_decay.PositionDecay): rates a_1..a_K from the
+    first position's, and the depth, factor and source a plan states."""
+
+    @property
+    def depth(self) -> int: ...
+    @property
+    def factor(self) -> float: ...
+    @property
+    def source(self) -> str: ...
+    def rates(self, alpha: float, k: int) -> tuple[float, ...]: ...
 
 FASTER, SLOWER, UNCERTAIN = "faster", "slower", "uncertain"
 _BISECT_STEPS = 200  # bisection on [0, 1]: 2**-200 is far below float resolution
@@ -48,6 +62,9 @@ class Acceptance:
     high: float
     given: str
     source: str
+    # how the rate falls by position (MTP layers reused past their depth); alpha, low, high are then the
+    # first position's rate and predict() prices each position with its own (speed/position_decay.py)
+    decay: PositionRates | None = None
 
     def __post_init__(self) -> None:
         for name in ("alpha", "low", "high"):
@@ -241,7 +258,7 @@ def slower_reasons(verify_s: Sequence[float], draft_s: float, alpha: Alpha, over
                   f"a free draft would give {cf.free_draft:.2f}x"))
     low = be_flat is not None and a_eff < be_flat
     found.append((low, low, (be_flat or 0.0) / max(a_eff, 1e-12),
-                  f"acceptance too low: {_alpha_text(alpha)} yields {expected_accepted(alpha, k):.2f} of {k + 1} "
+                  f"acceptance too low: {_alpha_text(alpha, k)} yields {expected_accepted(alpha, k):.2f} of {k + 1} "
                   f"possible tokens per round at K={k}; even a batch-parallel verifier needs alpha >= "
                   f"{be_flat or 0.0:.2f} (K={be_flat_k}) with this draft; {be_text}"))
     o = overhead_s / t1
@@ -258,7 +275,7 @@ def faster_reason(verify_s: Sequence[float], draft_s: float, alpha: Alpha, overh
     return (f"K={k}: {expected_accepted(alpha, k):.2f} tokens per round for "
             f"{round_time_s(k, verify_s, draft_s, overhead_s) / t1:.2f} target steps of time "
             f"(t_v({k + 1})/t_v(1) = {verify_s[k] / t1:.2f}, t_d/t_v(1) = {draft_s / t1:.2f}, "
-            f"{_alpha_text(alpha)})")
+            f"{_alpha_text(alpha, k)})")
 
 
 @dataclass(frozen=True)
@@ -350,14 +367,17 @@ def predict(verify_s: Sequence[float], draft_s: float, alpha: Alpha | Acceptance
         'slower'
     """
     central, low, high, given = unpack_alpha(alpha)
+    a_low: Alpha = low if low is not None else central
+    a_high: Alpha = high if high is not None else central
+    by_position = by_position_rates(alpha, len(verify_s) - 1)
+    if by_position is not None:  # the interval is stated at the first position; each end falls the same way
+        central, a_low, a_high = by_position
     k_top = k_top_for(verify_s, draft_s, overhead_s, central, k_max)
     curve = speedup_curve(verify_s, draft_s, central, overhead_s, k_top)
     if k_fixed is not None and not 1 <= k_fixed <= k_top:
         raise UsageError(f"Cannot judge K = {k_fixed}: the costs cover K = 1..{k_top}.")
     k = k_fixed or best_k(curve)
     fast, slow = verify_bounds if verify_bounds is not None else (verify_s, verify_s)
-    a_low = low if low is not None else central
-    a_high = high if high is not None else central
     # either curve may be the pessimistic one: a slower t_v(K+1) lowers S, a slower t_v(1) (the baseline)
     # raises it, and batched forwards shift both (speed/roofline.py beyond_curve_s)
     o_high = overhead_s if overhead_low_s is None else min(overhead_low_s, overhead_s)
@@ -370,7 +390,7 @@ def predict(verify_s: Sequence[float], draft_s: float, alpha: Alpha | Acceptance
     else:
         reasons = (faster_reason(verify_s, draft_s, central, overhead_s, k),)
     if result == UNCERTAIN:
-        why = f"acceptance interval [{a_low:.2f}, {a_high:.2f}]"
+        why = f"acceptance interval [{_first(a_low):.2f}, {_first(a_high):.2f}]"
         if verify_bounds is not None and tuple(fast) != tuple(slow):
             why += (f" and the kernels' verify cost t_v({k + 1})/t_v(1) {fast[k] / fast[0]:.2f}-"
                     f"{slow[k] / slow[0]:.2f}")
@@ -394,10 +414,11 @@ def _check_alpha(a: float) -> float:
     return a
 
 
-def _alpha_text(alpha: Alpha) -> str:
+def _alpha_text(alpha: Alpha, k: int | None = None) -> str:
+    """alpha, or the per-position rates up to position K (the ones a round of K drafts uses)."""
     if isinstance(alpha, (int, float)):
         return f"alpha = {alpha:.2f}"
-    return "per-position alpha = [" + ", ".join(f"{a:.2f}" for a in alpha) + "]"
+    return "per-position alpha = [" + ", ".join(f"{a:.2f}" for a in list(alpha)[:k]) + "]"
 
 
 def bisect_increasing(f: Callable[[float], float], target: float) -> float:
@@ -426,6 +447,20 @@ def unpack_alpha(alpha: Alpha | Acceptance) -> tuple[Alpha, float | None, float 
     if not rates:
         raise UsageError("Cannot use an empty list of per-position acceptance rates: give at least one.")
     return rates, None, None, None
+
+
+def by_position_rates(alpha: Alpha | Acceptance, n: int) -> tuple[Alpha, Alpha, Alpha] | None:
+    """An `Acceptance` that falls by position (its `decay`) as per-position rates a_1..a_n at its centre
+    and both ends; None for any other acceptance (one alpha for every position)."""
+    if not isinstance(alpha, Acceptance) or alpha.decay is None:
+        return None
+    d = alpha.decay
+    return d.rates(alpha.alpha, n), d.rates(alpha.low, n), d.rates(alpha.high, n)
+
+
+def _first(a: Alpha) -> float:
+    """The first position's rate: the one an interval is stated in."""
+    return float(a) if isinstance(a, (int, float)) else float(a[0])
 
 
 def k_top_for(verify_s: Sequence[float], draft_s: float, overhead_s: float, alpha: Alpha, k_max: int | None) -> int:

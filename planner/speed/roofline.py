@@ -35,6 +35,7 @@ from typing import Protocol
 from ..core import memo, quant
 from ..core.errors import MachineError, UsageError
 from ..core.spec import CHUNKED, NONE, SLIDING, ModelSpec
+from ..engines import versions
 from ..engines.base import Engine, share_key
 from ..fits import memory
 from ..fits.memory import Settings
@@ -195,6 +196,9 @@ def engine_overhead_s(engine: Engine, n_layers: int, *, draft: bool = False,
     by_kind = e.forward_overhead_by_kind.get(key) if key is not None else None
     if by_kind is not None:
         (fixed, per_layer), why = by_kind
+        choice = versions.fixed_cost(e.name, key) if key is not None else None  # by engine build, where catalogued
+        if choice is not None:
+            fixed, why = choice.entry.value, f"{choice.entry.source}; {choice.note}"
         return fixed + per_layer * n_layers, why
     fixed, per_layer = e.forward_overhead_s
     return fixed + per_layer * n_layers, e.forward_overhead_source
