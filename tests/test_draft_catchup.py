@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from planner import engines
 from planner.drafting import DraftModel
 from planner.fits import fit as F
 from planner.fits.machine_lookup import get_machine
@@ -20,7 +21,7 @@ TARGET, DRAFT = "llama-3.1-8b-instruct", "llama-3.2-1b-instruct"
 
 def _setup(engine: str, batch: int):
     target, draft = load_spec(TARGET), load_spec(DRAFT)
-    roof = roofline_machine(get_machine("h100-sxm"), F.Layout(), engine)
+    roof = roofline_machine(get_machine("h100-sxm"), F.Layout(), engines.get(engine))
     s = Settings(context=4096, batch=batch, engine=engine)
     return target, DraftModel(spec=draft, ref=DRAFT), roof, s
 

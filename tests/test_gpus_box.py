@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from planner import engines
 from planner.core.constants import ASSUMED_LINK_BYTES_PER_S, ASSUMED_LINK_LATENCY_S
 from planner.fits import fit as F
 from planner.fits.machine import with_overrides
@@ -38,7 +39,7 @@ def test_the_all_reduce_of_a_one_token_forward_by_hand():
     # Llama-3.1-8B: 32 layers, hidden 4096; TP 2 over 32 GB/s, 10.1 us a small all-reduce.
     # per all-reduce: 10.1e-6 + 2 (2-1)/2 x (1 x 4096 x 2 B) / 32e9 = 10.1e-6 + 0.256e-6 s; 2 per layer x 32
     spec = load_spec("llama-3.1-8b-instruct")
-    roof = roofline_machine(with_overrides(get_machine("h100-sxm"), n_devices=2), F.Layout(tp=2), "vllm")
+    roof = roofline_machine(with_overrides(get_machine("h100-sxm"), n_devices=2), F.Layout(tp=2), engines.get("vllm"))
     want = 2 * 32 * (1.01e-05 + 4096 * 2 / 32e9)
     assert roofline.allreduce_s(spec, roof, 1) == pytest.approx(want) == pytest.approx(6.6278e-4, rel=1e-4)
     c = roofline.forward_cost(spec, roof, n=1, context=4096, settings=Settings(context=4096, engine="vllm"))
