@@ -1,0 +1,59 @@
+"""Scale (issue #33): the tokenizer-family index, and fleet rows equal to running machines one by one."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from planner.core import memo
+from planner.fits import fit
+from planner.fits.machine_lookup import get_machine
+from planner.fits.memory import Settings
+from planner.plan import fleet as F
+from planner.sources import catalog
+
+from .cli_run import run_cli
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+def test_family_index_holds_exactly_what_a_scan_finds_in_file_order():
+    scanned: dict[str, list[str]] = {}
+    for e in catalog.entries():
+        fam = (e.get("tokenizer") or {}).get("family")
+        if fam:
+            scanned.setdefault(fam, []).append(e["id"])
+    assert len(scanned) > 5  # the bundled catalog has many families: the comparison is not vacuous
+    for fam, ids in scanned.items():
+        assert [e["id"] for e in catalog.with_tokenizer_family(fam)] == ids
+    assert catalog.with_tokenizer_family("no-such-family") == ()
+
+
+def _report(args: list[str], capsys) -> dict:
+    code, out, err = run_cli(["report", *args, "--json"], capsys)
+    assert code == 0, err
+    return json.loads(out)
+
+
+def test_fleet_rows_equal_each_machine_alone(capsys):
+    """Machine-independent work is shared across a fleet (core/memo.py): it must never change a row."""
+    machines = ("rtx-4090", "2x-rtx-4090", "m3-max-36gb")
+    narrow = ["--family", "qwen2.5,smollm2"]  # two lineages with catalog drafts: speculation priced on each machine
+    fleet = _report([x for m in machines for x in ("--machine", m)] + narrow, capsys)
+    assert {r["machine"] for r in fleet["rows"]} == set(machines)
+    for m in machines:
+        memo.clear()  # each machine as its own run would compute it: cold
+        alone = _report(["--machine", m, *narrow], capsys)
+        assert [r for r in fleet["rows"] if r["machine"] == m] == alone["rows"]
+        assert any(r["draft"] for r in alone["rows"]) or m == "m3-max-36gb"
+
+
+def test_a_model_whose_heads_do_not_split_over_every_gpu_runs_on_fewer():
+    """SmolLM2-135M has 9 attention heads: vLLM on 2 GPUs cannot shard them, so the row is tp 1 (not a failed report)."""
+    m, t = get_machine("2x-rtx-4090"), F.target("HuggingFaceTB/SmolLM2-135M")
+    assert fit.heads_refuse_tp(t.spec, 2, "vllm")
+    row = F.row(t, m, F.Options(context=4096, engine="vllm"))
+    one = fit.Problem(t.spec, m, Settings(context=4096, batch=1, engine="vllm", spec_tokens=0),
+                      fit.default_layout(2, "vllm", tp=1, pp=1))
+    assert row.error is None and row.fits
+    assert row.headroom_bytes == (row.choice.headroom_bytes if row.choice.draft else fit.headroom(one))
