@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from planner.core import memo
 from planner.fits import fit
 from planner.fits.machine_lookup import get_machine
@@ -57,3 +59,27 @@ def test_a_model_whose_heads_do_not_split_over_every_gpu_runs_on_fewer():
                       fit.default_layout(2, "vllm", tp=1, pp=1))
     assert row.error is None and row.fits
     assert row.headroom_bytes == (row.choice.headroom_bytes if row.choice.draft else fit.headroom(one))
+
+
+@pytest.mark.parametrize("ref", ["llama-3.1-8b", "google/gemma-2-9b-it", "deepseek-v3", "Qwen/Qwen3-Next-80B-A3B-Thinking", "tiiuae/Falcon-H1-0.5B-Base"])
+def test_kv_ledger_by_distinct_layers_equals_the_sum_over_every_layer(ref):
+    """The KV ledger sums distinct layers x their count (fleet speed); the layer-by-layer sum is the reference."""
+    from planner import engines
+    from planner.fits import memory as M
+    from planner.fits.split import shard_spec
+    from planner.sources import load_spec
+
+    spec = load_spec(ref)
+    for engine in ("vllm", "llama.cpp", "transformers"):
+        for context, batch, k in ((4096, 1, 0), (33_000, 4, 3)):
+            s = Settings(context=context, batch=batch, engine=engines.canonical(engine), spec_tokens=k)
+            fmt, swa = M.kv_format(s.kv_dtype, spec.dtype, s.engine), M.runs_swa(spec, s)
+            kv = sum(M.layer_token_bytes(x, fmt, s.engine) * M.layer_tokens_held(x, s, context, swa=swa)
+                     for x in spec.layers if x.has_kv)
+            copies = 1 + k if engines.get(s.engine).state_copies_per_spec_token and k else 1
+            state = batch * copies * sum(M.state_bytes_per_sequence(x, s, spec.dtype, spec.state_dtype)
+                                         for x in spec.layers)
+            assert M.kv_cache(spec, s, context) == (kv + state, state)
+    half = shard_spec(spec, (0, spec.n_layers // 2), 2, "vllm", last=False)
+    assert shard_spec(spec, (0, spec.n_layers // 2), 2, "vllm", last=False) is half  # one part per layout
+    assert half.n_layers == spec.n_layers // 2 and half.vocab == 0
