@@ -7,7 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from planner.core import memo
+from planner.core import memo, pool
+from planner.core.errors import UsageError
 from planner.fits import fit
 from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings
@@ -83,3 +84,48 @@ def test_kv_ledger_by_distinct_layers_equals_the_sum_over_every_layer(ref):
     half = shard_spec(spec, (0, spec.n_layers // 2), 2, "vllm", last=False)
     assert shard_spec(spec, (0, spec.n_layers // 2), 2, "vllm", last=False) is half  # one part per layout
     assert half.n_layers == spec.n_layers // 2 and half.vocab == 0
+
+
+# --- --jobs: a process pool whose rows are the serial run's ---------------------------------------
+
+def _square_or_fail(x: int) -> int:
+    if x < 0:
+        raise ValueError(f"negative {x}")
+    return x * x
+
+
+def test_pool_keeps_input_order_and_reports_each_piece():
+    seen: list[tuple[int, int, int]] = []
+    items = list(range(7))
+    assert pool.map_in_order(_square_or_fail, items, 3, lambda d, t, x: seen.append((d, t, x))) == [x * x for x in items]
+    assert sorted(x for _, _, x in seen) == items and [d for d, _, _ in seen] == list(range(1, 8))
+    assert all(t == 7 for _, t, _ in seen) and seen[0][2] == 0  # the first piece runs here, first
+
+
+def test_pool_raises_the_first_failure_in_input_order():
+    with pytest.raises(ValueError, match="negative -2"):
+        pool.map_in_order(_square_or_fail, [1, -2, 3, -4], 2)
+
+
+def test_jobs_out_of_range_is_a_usage_error():
+    assert pool.check_jobs(3) == 3 and pool.check_jobs(0) >= 1
+    with pytest.raises(UsageError, match="--jobs 999"):
+        pool.check_jobs(999)
+
+
+def test_fleet_report_with_jobs_equals_the_serial_run(capsys):
+    args = [x for m in ("rtx-4090", "l4", "h100-sxm") for x in ("--machine", m)] + ["--family", "qwen2.5", "--json"]
+    code, serial, _ = run_cli(["report", *args], capsys)
+    memo.clear()
+    code_j, parallel, err = run_cli(["report", *args, "--jobs", "2"], capsys)
+    assert code == code_j == 0 and parallel == serial
+    assert sorted(line.split("] ", 1)[1].split(":")[0] for line in err.splitlines()) == ["h100-sxm", "l4", "rtx-4090"]
+
+
+def test_check_with_jobs_equals_the_serial_run(capsys):
+    args = ["check", "--config", str(REPO / "docs" / "examples" / "planner.toml"), "--json"]
+    code, serial, _ = run_cli(args, capsys)
+    memo.clear()
+    code_j, parallel, err = run_cli([*args, "--jobs", "3"], capsys)
+    assert code == code_j and parallel == serial and json.loads(serial)["results"]
+    assert len(err.splitlines()) == len({(r["deployment"], r["machine"]) for r in json.loads(serial)["results"]})
