@@ -3,7 +3,8 @@
 - the import graph of planner/ has no cycle, and no import runs against the layer order;
 - torch, transformers, accelerate and matplotlib are imported only where measuring happens (the plots are SVG by hand);
 - no module is over MAX_MODULE_LINES lines;
-- the project's own modules are imported at module top (lazy imports are for heavy third-party packages);
+- the project's own modules are imported at module top (lazy imports are for heavy third-party packages;
+  DEFERRED_IMPORTS names the few a command face defers to the one path that needs them, for start-up);
 - an engine's name is spelled (as a whole string) only in planner/engines/;
 - the defaults that several commands share (context, largest K) are defined once, in core/constants.py;
 - `except Exception` only where the handler re-raises (cleanup, or translating a third-party error at a
@@ -134,12 +135,19 @@ def test_no_module_over_the_line_limit():
     assert {n: s for n, s in sizes.items() if s > MAX_MODULE_LINES} == {}
 
 
+# Start-up (issue #33): the project's own imports a command face may defer to the one path that needs them,
+# so the common call never loads them. The graph above still sees them (cycles, layer order).
+DEFERRED_IMPORTS = {
+    "planner.commands.memory": {"planner.commands._methods"},  # --draft/--method only: drafting, speed, pairing
+}
+
+
 def test_project_modules_are_imported_at_module_top():
     """A function-level import of the project's own module hides the real graph (and usually a cycle)."""
     bad = []
     for name, (path, tree) in modules().items():
         for node, in_func in _imports(tree):
-            if in_func and _resolve(name, path, node):
+            if in_func and set(_resolve(name, path, node)) - DEFERRED_IMPORTS.get(name, set()):
                 bad.append(f"{name}:{node.lineno}")
     assert bad == []
 

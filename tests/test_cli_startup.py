@@ -52,3 +52,49 @@ def test_help_lists_commands_in_order_whatever_ran_before(capsys):
     block = capsys.readouterr().out.rsplit("\nCommands:\n", 1)[1]  # click's plain help (rich_markup_mode=None)
     listed = [line.split()[0] for line in block.splitlines() if line.startswith("  ") and line[2] != " "]
     assert listed == [m for m in COMMAND_MODULES if m != "machines"] + ["machines"]  # sub-apps follow commands
+
+
+FIXTURES = __import__("pathlib").Path(__file__).parent / "fixtures"
+# What a plain ledger must not load (issue #33): the drafting methods and what they bring (pairing, speed, the
+# plan), the gguf package (numpy, yaml) for a type table, tabulate for a --json run, pydantic for option values.
+NOT_FOR_A_PLAIN_LEDGER = ("planner.drafting", "planner.speed", "planner.pairing", "planner.plan", "gguf", "numpy",
+                          "yaml", "tabulate", "pydantic", "typer._adapters")
+
+
+def _imported(args: list[str]) -> tuple[int, set[str]]:
+    """Exit code and every module name a fresh `planner ARGS` left in sys.modules."""
+    code = ("import sys\nfrom planner.cli import main\n"
+            "try:\n    main(sys.argv[1:])\nexcept SystemExit as e:\n    rc = e.code\n"
+            "sys.stdout.flush()\nprint('\\n@@', rc, *sorted(sys.modules))\n")
+    r = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, timeout=60)
+    rc, *mods = r.stdout.rsplit("\n@@", 1)[1].split()
+    return int(rc), set(mods)
+
+
+def _loaded(mods: set[str], prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in mods if any(m == p or m.startswith(p + ".") for p in prefixes))
+
+
+def test_a_plain_ledger_imports_no_drafting_speed_gguf_or_tabulate(tmp_path):
+    (tmp_path / "config.json").write_bytes((FIXTURES / "configs" / "Llama-3.1-8B.json").read_bytes())
+    rc, mods = _imported(["memory", str(tmp_path), "--json"])
+    assert rc == 0 and "planner.fits.memory" in mods
+    assert _loaded(mods, NOT_FOR_A_PLAIN_LEDGER) == []
+
+
+def test_a_gguf_ledger_reads_types_without_the_gguf_package():
+    from tests.gguf_dir import gguf_test_dir
+
+    path = next(iter(sorted(gguf_test_dir().glob("*.gguf"))), None)
+    if path is None:
+        pytest.skip("no real test GGUF in the cache (tests/gguf_dir.py)")
+    rc, mods = _imported(["memory", str(path), "--json"])
+    assert rc == 0 and "planner.sources.gguf_header" in mods
+    assert _loaded(mods, NOT_FOR_A_PLAIN_LEDGER) == []
+
+
+def test_a_draft_still_brings_the_drafting_methods(tmp_path):
+    """The deferral is only for the plain ledger: --draft loads the methods (else the check above is vacuous)."""
+    (tmp_path / "config.json").write_bytes((FIXTURES / "configs" / "Llama-3.1-8B.json").read_bytes())
+    rc, mods = _imported(["memory", str(tmp_path), "--draft", "llama-3.2-1b", "--json"])
+    assert rc == 0 and _loaded(mods, ("planner.drafting",))

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from .. import engines
+from ..core import pool
 from ..core.errors import UsageError
 from ..core.units import parse_params, parse_tokens
 from ..core.version import __version__
@@ -46,6 +47,7 @@ class MachineReport:
     min_speedup: float | None
     family: str | None
     max_params: str | None
+    jobs: int = 1
 
 
 def _targets(r: MachineReport) -> list[F.Target]:
@@ -76,6 +78,16 @@ def _options(r: MachineReport, machines: list[Any]) -> F.Options:
                      acceptance=P.parse_acceptance(r.acceptance) if r.acceptance else None, profile=prof)
 
 
+def _machine_rows(piece: tuple[list[F.Target], Any, F.Options, float | None]) -> list[F.Row]:
+    """One machine's rows (a --jobs worker runs this; module level, so the pool can pickle it)."""
+    targets, m, opts, min_speedup = piece
+    return F.machine_rows(targets, m, opts, min_speedup=min_speedup)
+
+
+def _progress(done: int, total: int, piece: tuple[Any, ...]) -> None:
+    say(f"[{done}/{total}] {piece[1].name}: {len(piece[0])} target(s) priced", err=True)
+
+
 def _echo(msg: str, as_json: bool) -> None:
     say(msg, err=as_json)  # with --json, stdout holds only the JSON
 
@@ -93,7 +105,10 @@ def machine_report(r: MachineReport, *, out: str | None, plots: bool, as_json: b
     machines = list({repr(m): m for m in machines}.values())  # two spellings of one machine: planned once
     opts = _options(r, machines)
     targets = _targets(r)
-    per_machine = [(m, F.machine_rows(targets, m, opts, min_speedup=r.min_speedup)) for m in machines]
+    jobs = pool.check_jobs(r.jobs)
+    pieces = [(targets, m, opts, r.min_speedup) for m in machines]
+    rows = pool.map_in_order(_machine_rows, pieces, jobs, progress=_progress if jobs > 1 else None)
+    per_machine = list(zip(machines, rows, strict=True))
     if opts.profile is not None and opts.profile.context != opts.context:
         warn(f"profile measured at context {opts.profile.context}, planning for {opts.context}")
     if opts.profile is not None and not any(t.spec.id == opts.profile.target.id for t in targets):

@@ -94,3 +94,9 @@ DeploymentOpt = Annotated[list[str] | None, typer.Option("--deployment", help="O
 # --- output --------------------------------------------------------------------------------------
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable schema, bytes as integers).")]
 WideOpt = Annotated[bool, typer.Option("--wide", help="Print every line whole: no wrapped or trimmed columns.")]
+
+# --- scale ---------------------------------------------------------------------------------------
+JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=0, max=256,
+                                      help="Worker processes for independent pieces (machines of a fleet report, "
+                                           "deployments of a check); 0: one per CPU. The rows are the serial run's; "
+                                           "progress goes to stderr.")]

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 import typer
 
+from ..core import pool
 from ..core.atomic import append_text, atomic_write
 from ..core.constants import github_actions
 from ..core.fmt import tabulate
@@ -18,7 +19,7 @@ from ..render.check_values import format_value
 from ..render.junit import Case
 from ..render.junit import render as render_junit
 from ._common import app, emit, say, split_values, warn
-from ._options import ConfigOpt, DeploymentOpt, EngineVersionOpt, JsonOpt
+from ._options import ConfigOpt, DeploymentOpt, EngineVersionOpt, JobsOpt, JsonOpt
 
 JunitOpt = Annotated[str | None, typer.Option("--junit", help="Also write JUnit XML here (one test case per "
                                                               "deployment x machine x requirement).")]
@@ -88,6 +89,7 @@ def check(
     machine: MachinesOpt = None,
     deployment: DeploymentOpt = None,
     junit: JunitOpt = None,
+    jobs: JobsOpt = 1,
     as_json: JsonOpt = False,
     engine_version: EngineVersionOpt = None,
 ) -> None:
@@ -107,8 +109,10 @@ def check(
     if policy.found_above:  # the first line of the log says which file gates, before any result
         warn(f"the policy that gates this run is '{policy.path}', found in a parent folder (the search stops at "
              f"the repository root or the user's home); pass --config FILE to choose another.")
-    with versions.selected(built):
-        report = C.check(policy, machines=split_values(machine), deployments=split_values(deployment))
+    jobs = pool.check_jobs(jobs)
+    with versions.selected(built):  # forked workers inherit the selection (core/pool.py forks on Linux)
+        report = C.check(policy, machines=split_values(machine), deployments=split_values(deployment), jobs=jobs,
+                         progress=_progress if jobs > 1 else None)
     inputs = [policy.path, *(p for a in report.assessments for p in (a.scenario.profile_path, a.scenario.target_ref,
                                                                       a.scenario.draft_ref) if p)]
     if junit:
@@ -123,6 +127,11 @@ def check(
     if on_actions:
         write_annotations(report, policy.path)
     raise typer.Exit(0 if report.passed else 1)
+
+
+def _progress(done: int, total: int, piece: Any) -> None:
+    sc = piece[0]
+    say(f"[{done}/{total}] {sc.deployment.name} on {sc.machine.name}: assessed", err=True)
 
 
 def write_annotations(report: Any, policy_path: str) -> None:

@@ -1,4 +1,8 @@
-"""`planner memory`: the memory ledger of a target and an optional draft."""
+"""`planner memory`: the memory ledger of a target and an optional draft.
+
+Start-up (issue #33): the ledger of a target alone is the common call, so the drafting methods (and the
+pairing and speed modules they bring) are imported only when --draft or --method asks for one.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +17,6 @@ from ..render import text as report
 from ..render import width
 from ..sources import load_spec
 from ._common import app, emit, engine_for, say, warn
-from ._methods import load_method
 from ._options import (
     ContextOpt,
     DraftContextOpt,
@@ -60,7 +63,11 @@ def memory(
     """
     width.set_wide(wide)
     target = load_spec(model, revision=revision)
-    method = load_method(draft, kind=method_kind, target=target)
+    method = None
+    if draft or method_kind:  # start-up: a plain ledger never imports drafting, pairing or speed
+        from ._methods import load_method
+
+        method = load_method(draft, kind=method_kind, target=target)
     dspec = method.resident_model() if method else None  # what the method keeps resident
     kind = host_kind()  # a glance at this host: the engine default, and no CUDA context on Metal/CPU
     settings = mem.Settings(context=parse_tokens(context), batch=batch,

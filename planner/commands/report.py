@@ -28,6 +28,7 @@ from ._options import (
     DraftOpt,
     GpuMemoryOpt,
     GpusOpt,
+    JobsOpt,
     JsonOpt,
     KvDtypeOpt,
     MaxKOpt,
@@ -131,6 +132,7 @@ def report(
     min_speedup: MinSpeedupOpt = None,
     family: FamilyOpt = None,
     max_params: MaxParamsOpt = None,
+    jobs: JobsOpt = 1,
     as_json: JsonOpt = False,
 ) -> None:
     """Write the fit report: per machine the memory ledger, pair verdicts, verify curve, speed-up vs K,
@@ -147,6 +149,7 @@ def report(
       planner report --machine rtx-4090 --out here.html
       planner report --machine auto --profile probe.json --family qwen --max-params 14B --out mine.md
       planner report --machine h100-sxm --machine rtx-4090 --machine m3-max-36gb --min-speedup 1.2 --json
+      planner report --fleet machines.txt --jobs 4 --json > fleet.json
       planner report qwen2.5-14b-instruct --draft qwen2.5-1.5b-instruct --machine h100-sxm --machine rtx-4090 --out fit.html
       planner report llama-3.1-8b-instruct --gpu-memory 24GiB --engine llama.cpp --out fit.md
       planner report llama-3.1-8b --draft llama-3.2-1b --machine auto --profile probe.json --out here.html
@@ -158,7 +161,7 @@ def report(
                              targets=split_values(targets), catalog=catalog, context=context, batch=batch,
                              engine=engine, kv_dtype=kv_dtype, utilization=utilization, temperature=temperature,
                              max_k=max_k, acceptance=acceptance, profile=profile, min_speedup=min_speedup,
-                             family=family, max_params=max_params)
+                             family=family, max_params=max_params, jobs=jobs)
         not_here = [flag for flag, v in (("--draft", draft), ("--k", k), ("--tp", tp), ("--pp", pp),
                                          ("--weights-dtype", weights_dtype), ("--deployment", deployment),
                                          ("--gpu-memory", gpu_memory), ("--gpus", gpus)) if v]
@@ -174,7 +177,8 @@ def report(
                          "FILE.md.")
     fleet_flags = [flag for flag, v in (("--targets", targets), ("--catalog", catalog), ("--fleet", fleet),
                                         ("--min-speedup", min_speedup), ("--family", family),
-                                        ("--max-params", max_params), ("--json", as_json)) if v]
+                                        ("--max-params", max_params), ("--json", as_json), ("--jobs", jobs != 1))
+                   if v]
     if fleet_flags:
         raise UsageError(f"Cannot use {fleet_flags[0]} with a TARGET or --config: it belongs to the machine-first "
                          f"report (leave the TARGET out).")

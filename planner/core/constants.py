@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 
 ENV_VARS_TRUE_VALUES = {"1", "ON", "YES", "TRUE"}
@@ -77,7 +76,7 @@ def github_actions() -> tuple[bool, str | None]:
 def catalog_dir() -> Path:
     """Where the catalogs live: SPEC_PLANNER_CATALOG, else the package data `planner/catalogs/`.
 
-    Found through importlib.resources, so an installed wheel reads its own copy from any working
+    Found beside the package's own files, so an installed wheel reads its own copy from any working
     directory. In a source checkout `planner/catalogs` is a relative symlink to the top-level
     `catalogs/`; the path is resolved, so it reads `catalogs/...` there. A checkout made without
     symlinks (git core.symlinks=false) leaves a small file in its place: `catalogs/` beside the
@@ -94,7 +93,9 @@ def catalog_dir() -> Path:
 def _bundled_catalog_dir() -> Path:
     # The package does not move while it runs: resolve it once (the catalog readers ask per look-up,
     # tens of thousands of times in a fleet report, and each resolve() walks the symlink).
-    bundled = Path(str(resources.files("planner") / "catalogs"))
+    # The package's own folder (what importlib.resources.files("planner") is for a package on disk, the
+    # only kind that can hold a catalog directory), without importing importlib.resources (start-up).
+    bundled = Path(__file__).resolve().parents[1] / "catalogs"
     if not bundled.is_dir() and (bundled.parents[1] / "catalogs").is_dir():
         return (bundled.parents[1] / "catalogs").resolve()
     return bundled.resolve()

@@ -11,6 +11,7 @@ carries where it came from. Engine rules (docs/ledger.md "KV cache"):
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -203,13 +204,23 @@ def kv_cache(spec: ModelSpec, s: Settings, context: int) -> tuple[int, int]:
 def _kv_cache(spec: ModelSpec, s: Settings, context: int) -> tuple[int, int]:
     fmt = kv_format(s.kv_dtype, spec.dtype, s.resolved_engine)
     swa = runs_swa(spec, s)
-    kv = sum(layer_token_bytes(layer, fmt, s.resolved_engine) * layer_tokens_held(layer, s, context, swa=swa)
-             for layer in spec.layers if layer.has_kv)
+    # sum over layers = sum over distinct layers x their count (exact integers; a decoder repeats a few kinds)
+    kv = sum(n * layer_token_bytes(layer, fmt, s.resolved_engine) * layer_tokens_held(layer, s, context, swa=swa)
+             for layer, n in distinct_layers(spec) if layer.has_kv)
     # vLLM: state x (1 + speculative blocks)
     copies = 1 + s.spec_tokens if s.resolved_engine.state_copies_per_spec_token and s.spec_tokens else 1
-    state = s.batch * copies * sum(state_bytes_per_sequence(layer, s, spec.dtype, spec.state_dtype)
-                                   for layer in spec.layers)
+    state = s.batch * copies * sum(n * state_bytes_per_sequence(layer, s, spec.dtype, spec.state_dtype)
+                                   for layer, n in distinct_layers(spec))
     return kv + state, state
+
+
+def distinct_layers(spec: ModelSpec) -> tuple[tuple[LayerSpec, int], ...]:
+    """Each distinct layer of `spec` with how many times it occurs, in first-seen order (once per spec).
+
+    Why: the KV ledger is asked at many contexts per machine (the largest-context search); its sum over
+    80 identical layers is the same integer as one layer's term times 80 (issue #33).
+    """
+    return memo.per_object(spec, "distinct_layers", lambda: tuple(Counter(spec.layers).items()))
 
 
 # --- activations -------------------------------------------------------------
@@ -230,7 +241,13 @@ def activations(spec: ModelSpec, s: Settings, context: int) -> int:
     widths + 3 x FFN width (gate, up, activation; MoE: experts_per_token x expert width + shared),
     at 2 B, times the chunk; plus fp32 logits rows x vocab (vLLM/SGLang sample at least
     max_num_seqs rows; others batch x (K+1) verify rows).
+
+    Memoised per spec like kv_cache (the fit search asks again at every context it revisits).
     """
+    return memo.per_object(spec, ("activations", s, context), lambda: _activations(spec, s, context))
+
+
+def _activations(spec: ModelSpec, s: Settings, context: int) -> int:
     e = s.resolved_engine
     chunk = prefill_chunk(s, context)
     if e.activation_bytes is not None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from ..core import memo
 from ..core.errors import UsageError
 from ..core.spec import MLA, LayerSpec, ModelSpec, TensorInfo
 from ..engines import Engine
@@ -79,7 +80,16 @@ def shard_layer(layer: LayerSpec, tp: int, engine: Engine) -> LayerSpec:
 
 
 def shard_spec(spec: ModelSpec, stage: tuple[int, int], tp: int, engine: Engine, *, last: bool) -> ModelSpec:
-    """The part of `spec` one device runs: the stage's layers, sharded; logits only on the last stage."""
+    """The part of `spec` one device runs: the stage's layers, sharded; logits only on the last stage.
+
+    One object per (spec, stage, tp, engine, last) (core/memo.py): the fit search asks for the same part
+    at every context it tries, and the KV ledger memoised on the part is then computed once per context.
+    """
+    return memo.per_object(spec, ("shard_spec", stage, tp, engine, last),
+                           lambda: _shard_spec(spec, stage, tp, engine, last=last))
+
+
+def _shard_spec(spec: ModelSpec, stage: tuple[int, int], tp: int, engine: Engine, *, last: bool) -> ModelSpec:
     a, b = stage
     layers = tuple(shard_layer(layer, tp, engine) for layer in spec.layers[a:b])
     moe = spec.moe

@@ -24,10 +24,11 @@ A requirement that cannot apply (no draft: compatible, min_speedup) is a skipped
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from ..core import pool
 from ..core.errors import ConfigError, MachineError
 from ..core.fmt import fmt_bytes
 from ..core.spec import ModelSpec
@@ -35,7 +36,7 @@ from ..engines.base import EXACT
 from . import load
 from .assess import Assessment, assess, load_curve
 from .policy import Policy
-from .scenario import machines_for, scenarios
+from .scenario import Scenario, machines_for, scenarios
 
 FITS, MIN_HEADROOM, MAX_TOTAL, COMPATIBLE, MIN_SPEEDUP, MAX_CROSSOVER = (
     "fits", "min_headroom", "max_total_memory", "compatible", "min_speedup", "max_crossover_below")
@@ -222,13 +223,22 @@ def _speedup(a: Assessment) -> Result:
 
 # --- the whole policy -----------------------------------------------------------------------
 
-def check(policy: Policy, *, machines: Sequence[str] = (), deployments: Sequence[str] = ()) -> CheckReport:
+def _assess(piece: tuple[Scenario, bool]) -> Assessment:
+    """One scenario's assessment (a --jobs worker runs this; module level, so the pool can pickle it)."""
+    sc, need_speed = piece
+    return assess(sc, need_speed=need_speed)
+
+
+def check(policy: Policy, *, machines: Sequence[str] = (), deployments: Sequence[str] = (), jobs: int = 1,
+          progress: Callable[[int, int, tuple[Scenario, bool]], None] | None = None) -> CheckReport:
     """Judge every deployment (or the named ones) on its machines (or on `machines`).
 
     Args:
         policy: from policy.load_policy.
         machines: --machine names; replace every deployment's machine description.
         deployments: only these deployment names (default: all).
+        jobs: worker processes for the assessments (core/pool.py; the results are the serial run's);
+            `progress(done, total, piece)` hears of each.
 
     Returns:
         CheckReport with one Assessment per deployment x machine and the Results in order.
@@ -251,15 +261,15 @@ def check(policy: Policy, *, machines: Sequence[str] = (), deployments: Sequence
                           f"(expected one of {', '.join(sorted(known))}).", policy.path, key="deployment")
     base = Path(policy.path).parent
     cache: dict[str, ModelSpec] = {}
-    assessments, results = [], []
-    for d in policy.deployments:
-        if deployments and d.name not in deployments:
-            continue
-        for sc in scenarios(d, machines_for(d, machines, origin=policy.path), base=base, cache=cache,
-                            origin=policy.path):
-            a = assess(sc, need_speed=d.require.min_speedup is not None)
-            assessments.append(a)
-            results.extend(judge(a))
+    pieces = ((sc, d.require.min_speedup is not None) for d in policy.deployments
+              if not deployments or d.name in deployments
+              for sc in scenarios(d, machines_for(d, machines, origin=policy.path), base=base, cache=cache,
+                                  origin=policy.path))
+    # serial: each scenario resolved then assessed in turn (the first failure, whichever step, is the one
+    # raised); with jobs, every scenario is resolved first, in order, then the assessments run in the pool
+    assessments = [_assess(p) for p in pieces] if jobs <= 1 else pool.map_in_order(_assess, list(pieces), jobs,
+                                                                                      progress)
+    results = [r for a in assessments for r in judge(a)]
     return CheckReport(policy=policy.path, assessments=tuple(assessments), results=tuple(results))
 
 

@@ -176,6 +176,20 @@ def weights_to_fit(t: Target, m: Machine, o: Options, engine: Engine, layout: fi
     return None
 
 
+def _layout(t: Target, m: Machine, engine: Engine) -> fit.Layout:
+    """The engine's default layout on every device, else the widest tensor-parallel split the target's
+    heads allow (fits/fit.py heads_refuse_tp: q and KV heads must divide among the ranks; tp 1 always does).
+
+    Why: a machine-first report asks what runs on the box; a 9-head model on 2 GPUs runs on one of them
+    (vLLM's own default, --tensor-parallel-size 1), it is not a failed report.
+    """
+    layout = fit.default_layout(m.n_devices, engine)
+    tp = layout.tp
+    while tp > 1 and fit.heads_refuse_tp(t.spec, tp, engine):
+        tp -= 1
+    return layout if tp == layout.tp else fit.default_layout(m.n_devices, engine, tp=tp, pp=1)
+
+
 def _profile_inputs(t: Target, m: Machine, o: Options, layout: fit.Layout, engine: Engine
                     ) -> tuple[Callable | None, dict[str, acc.Acceptance] | None, int, str]:
     """A probe profile's costs (and measured acceptance) when it measured this target on this machine."""
@@ -201,7 +215,7 @@ def row(t: Target, m: Machine, o: Options) -> Row:
             with `error` set: its fit is still judged).
     """
     engine = _engine(o, m, t.spec)
-    layout = fit.default_layout(m.n_devices, engine)
+    layout = _layout(t, m, engine)
     plain = _plain(t, m, o, engine, layout, None)
     as_stored = fit.headroom(plain) >= 0
     wd = None if as_stored else weights_to_fit(t, m, o, engine, layout)

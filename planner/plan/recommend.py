@@ -152,9 +152,8 @@ def catalog_candidates(target: ModelSpec, family: str | None, weights_dtype: str
     if family is None:
         return []
     out = []
-    for e in catalog.entries():
-        facts = e.get("tokenizer") or {}
-        if facts.get("family") != family or e["id"] == target.id:
+    for e in catalog.with_tokenizer_family(family):  # an index built once per catalog, not a scan per target
+        if e["id"] == target.id:
             continue
         try:
             spec = load_spec(e["id"])

@@ -57,6 +57,26 @@ def entries() -> tuple[dict[str, Any], ...]:
     return _load(str(catalog_dir() / "models"))[0]
 
 
+def with_tokenizer_family(family: str) -> tuple[dict[str, Any], ...]:
+    """The entries whose tokenizer facts name `family`, in file order.
+
+    Why an index: every target of a machine-first report asks for its draft candidates; scanning every
+    entry per target made a report quadratic in catalog size (issue #33). Built once per catalog directory.
+    """
+    return _by_family(str(catalog_dir() / "models")).get(family, ())
+
+
+@lru_cache(maxsize=4)
+def _by_family(directory: str) -> dict[str, tuple[dict[str, Any], ...]]:
+    groups: dict[str, list[dict[str, Any]]] = {}
+    for e in _load(directory)[0]:
+        facts = e.get("tokenizer")
+        fam = facts.get("family") if isinstance(facts, dict) else None
+        if isinstance(fam, str):
+            groups.setdefault(fam, []).append(e)
+    return {k: tuple(v) for k, v in groups.items()}
+
+
 def find(ref: str) -> dict[str, Any] | None:
     """The entry whose id, bare name (after the org) or alias equals `ref` (case-insensitive)."""
     all_entries, index = _load(str(catalog_dir() / "models"))

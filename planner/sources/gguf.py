@@ -10,14 +10,13 @@ bytes per ggml block layout), KV layout follows llama.cpp.
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import math
 import re
 from pathlib import Path
 from typing import Any
 
-from ..core import dtypes
+from ..core import dtypes, ggml_types
 from ..core.constants import GGUF_MAX_HEADER_BYTES, GGUF_MAX_SPLITS, GGUF_MAX_TENSORS
 from ..core.errors import ConfigError, HeaderError, ModelNotFound, one_line
 from ..core.spec import ModelSpec, MtpSpec, TensorInfo, WeightInventory
@@ -236,11 +235,8 @@ def _dtype_source(inv: WeightInventory) -> str:
 def _file_type(h: GGUFHeader, inv: WeightInventory) -> str | None:
     """general.file_type as llama.cpp names it (LLAMA_FTYPE_MOSTLY_Q4_K_M -> "Q4_K_M")."""
     ft = h.metadata.get("general.file_type")
-    if isinstance(ft, int) and not isinstance(ft, bool):
-        from gguf.constants import LlamaFileType
-
-        with contextlib.suppress(ValueError):  # a file type newer than the gguf package: sized below
-            return LlamaFileType(ft).name.removeprefix("MOSTLY_")
+    if isinstance(ft, int) and not isinstance(ft, bool) and ft in ggml_types.LLAMA_FILE_TYPES:
+        return ggml_types.LLAMA_FILE_TYPES[ft]  # an id newer than the table: sized below
     quantised = {t.dtype: t.nbytes for t in inv.tensors if dtypes.FORMATS[t.dtype].block_elems > 1}
     return max(quantised, key=quantised.__getitem__) if quantised else None
 

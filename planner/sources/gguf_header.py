@@ -30,7 +30,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from ..core import dtypes
+from ..core import dtypes, ggml_types
 from ..core.atomic import note_input
 from ..core.constants import (
     GGUF_MAX_ARRAY_DEPTH,
@@ -126,18 +126,17 @@ class GGUFHeader:
 def ggml_type_table() -> dict[int, tuple[str, int, int]]:
     """ggml type id -> (name, elements per block, bytes per block).
 
-    Ids and names come from gguf-py (`gguf.constants.GGMLQuantizationType`, ggml.h's
-    `ggml_type`); block sizes from planner.core.dtypes.FORMATS (ggml-common.h block structs),
-    which wins where gguf-py lags ggml (Q8_1: 36 B per ggml-common.h, 40 in gguf-py's old
-    float layout; Q8_1 never appears in files: it is a runtime dot-product format).
+    Ids and names come from planner.core.ggml_types (gguf-py's `GGMLQuantizationType`, ggml.h's
+    `ggml_type`, as a plain table: no `gguf` import on the hot path); block sizes from
+    planner.core.dtypes.FORMATS (ggml-common.h block structs), which wins where gguf-py lags ggml
+    (Q8_1: 36 B per ggml-common.h, 40 in gguf-py's old float layout; Q8_1 never appears in files:
+    it is a runtime dot-product format).
     """
-    from gguf.constants import GGMLQuantizationType
-
     table = {}
-    for t in GGMLQuantizationType:
-        fmt = dtypes.FORMATS.get(t.name)
+    for tid, name in ggml_types.GGML_TYPES.items():
+        fmt = dtypes.FORMATS.get(name)
         if fmt is not None:
-            table[int(t.value)] = (t.name, fmt.block_elems, fmt.block_bytes)
+            table[tid] = (name, fmt.block_elems, fmt.block_bytes)
     return table
 
 
