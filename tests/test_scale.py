@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from planner import engines
 from planner.core import memo, pool
 from planner.core.errors import UsageError
 from planner.fits import fit
@@ -54,10 +55,10 @@ def test_fleet_rows_equal_each_machine_alone(capsys):
 def test_a_model_whose_heads_do_not_split_over_every_gpu_runs_on_fewer():
     """SmolLM2-135M has 9 attention heads: vLLM on 2 GPUs cannot shard them, so the row is tp 1 (not a failed report)."""
     m, t = get_machine("2x-rtx-4090"), F.target("HuggingFaceTB/SmolLM2-135M")
-    assert fit.heads_refuse_tp(t.spec, 2, "vllm")
+    assert fit.heads_refuse_tp(t.spec, 2, engines.get("vllm"))
     row = F.row(t, m, F.Options(context=4096, engine="vllm"))
     one = fit.Problem(t.spec, m, Settings(context=4096, batch=1, engine="vllm", spec_tokens=0),
-                      fit.default_layout(2, "vllm", tp=1, pp=1))
+                      fit.default_layout(2, engines.get("vllm"), tp=1, pp=1))
     assert row.error is None and row.fits
     assert row.headroom_bytes == (row.choice.headroom_bytes if row.choice.draft else fit.headroom(one))
 
@@ -74,15 +75,15 @@ def test_kv_ledger_by_distinct_layers_equals_the_sum_over_every_layer(ref):
     for engine in ("vllm", "llama.cpp", "transformers"):
         for context, batch, k in ((4096, 1, 0), (33_000, 4, 3)):
             s = Settings(context=context, batch=batch, engine=engines.canonical(engine), spec_tokens=k)
-            fmt, swa = M.kv_format(s.kv_dtype, spec.dtype, s.engine), M.runs_swa(spec, s)
-            kv = sum(M.layer_token_bytes(x, fmt, s.engine) * M.layer_tokens_held(x, s, context, swa=swa)
+            fmt, swa = M.kv_format(s.kv_dtype, spec.dtype, s.resolved_engine), M.runs_swa(spec, s)
+            kv = sum(M.layer_token_bytes(x, fmt, s.resolved_engine) * M.layer_tokens_held(x, s, context, swa=swa)
                      for x in spec.layers if x.has_kv)
-            copies = 1 + k if engines.get(s.engine).state_copies_per_spec_token and k else 1
+            copies = 1 + k if s.resolved_engine.state_copies_per_spec_token and k else 1
             state = batch * copies * sum(M.state_bytes_per_sequence(x, s, spec.dtype, spec.state_dtype)
                                          for x in spec.layers)
             assert M.kv_cache(spec, s, context) == (kv + state, state)
-    half = shard_spec(spec, (0, spec.n_layers // 2), 2, "vllm", last=False)
-    assert shard_spec(spec, (0, spec.n_layers // 2), 2, "vllm", last=False) is half  # one part per layout
+    half = shard_spec(spec, (0, spec.n_layers // 2), 2, engines.get("vllm"), last=False)
+    assert shard_spec(spec, (0, spec.n_layers // 2), 2, engines.get("vllm"), last=False) is half  # one part per layout
     assert half.n_layers == spec.n_layers // 2 and half.vocab == 0
 
 
