@@ -173,6 +173,7 @@ BANDWIDTH_MAX_TRIALS = 31
 MACHINE_PROFILE_MAX_AGE_S = 7 * 24 * 3600
 MACHINE_PROFILE_MAX_BYTES = 64 * 1024
 MACHINE_PROFILE_NAME = "machine-profile.json"
+PROBE_PROFILE_NAME = "probe-profile.json"  # `planner probe --save`: the measured costs, beside the machine profile
 # A machine description file (catalogs/machines/*.json or --machine FILE) is small.
 MACHINE_JSON_MAX_BYTES = 1 * MiB
 # A list file of model or machine references (`planner report --targets FILE`, `--fleet FILE`): one per line.
