@@ -36,7 +36,7 @@ from ..speed.model import Costs
 from . import hybrid, load, mtp_depth
 from .drafting_stop import policies_for
 from .load import BatchPoint
-from .machine_spread import widen_by_machine
+from .machine_spread import spread_costs, widen_by_machine
 from .roof import bandwidth_share, compute_share, measured_ends, roofline_machine  # noqa: F401  (plan.roofline_machine)
 
 # Per engine (engines/*.py): the KV cache types worth trying, unquantised first (Engine.kv_options: quantised
@@ -339,10 +339,7 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: s
             return roofline_verify(curves[key], method.step_s(r, s), roof.name, s)
 
         def costs_for(method: DraftingMethod, s: Settings) -> Costs:
-            c = at(roof, method, s)
-            if ends is None:
-                return c
-            return replace(c, machine_spread=tuple(at(r, method, s) for r in ends[0]), machine_spread_source=ends[1])
+            return spread_costs(at(roof, method, s), ends, lambda r: at(r, method, s))
     options = []
     for method in conditioned(cands, temperature=temperature, workload=workload,
                               rule=engines.get(engine).sampled_acceptance):
