@@ -24,6 +24,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SPREAD_GOAL = 0.15  # issue #28: central speed-ups within 15% of each other
+# what a saved profile fixes: the plan. Free memory stays live (fits/machine_profile.py), so the headroom
+# figures move with other processes' memory and the bytes may differ while the plan does not.
+PLAN_KEYS = ("verdict", "draft", "k", "speedup", "speedup_interval")
 
 
 def planner(args: list[str], env: dict[str, str]) -> str:
@@ -98,7 +101,9 @@ def main() -> None:
                     continue
                 planner(["machines", "detect", "--save"], env)
                 saved, same = runs(args.model, args.runs, env)
-                print(summary(f"{where}, saved profile", saved) + f"; identical output: {'yes' if same else 'NO'}")
+                plan = len({json.dumps({k: r[k] for k in PLAN_KEYS}) for r in saved}) == 1
+                print(summary(f"{where}, saved profile", saved) + f"; identical output: {'yes' if same else 'NO'}"
+                      f"; identical plan: {'yes' if plan else 'NO'}")
                 os.remove(Path(tmp) / "machine-profile.json")
 
 
