@@ -1,10 +1,11 @@
 """Stability: `planner recommend MODEL --json` run N times, idle and beside a CPU-bound neighbour, with and
 without a saved machine profile.
 
-Run: python benchmarks/bench_stability.py [MODEL] [--runs N]
+Run: python benchmarks/bench_stability.py [MODEL] [--runs N] [--only busy|idle] [--no-profile] [--log]
 For each condition it prints the verdicts and drafts (agreement), the central speed-ups (spread:
 max/min - 1, issue #28 asks <= 15%), and whether every printed interval contains the median central
-value. The neighbour is one `python -c 'while True: pass'` process this script starts and stops itself.
+value. `--log` adds one line per run with the measured figures the run used (bandwidth median, IQR,
+trials kept of run, seconds), K and the central speed-up: which figure moved when the answer moved. The neighbour is one `python -c 'while True: pass'` process this script starts and stops itself.
 The saved profile lives in a temporary SPEC_PLANNER_PROFILE_DIR (never the user's cache).
 """
 
@@ -23,6 +24,9 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 SPREAD_GOAL = 0.15  # issue #28: central speed-ups within 15% of each other
+# what a saved profile fixes: the plan. Free memory stays live (fits/machine_profile.py), so the headroom
+# figures move with other processes' memory and the bytes may differ while the plan does not.
+PLAN_KEYS = ("verdict", "draft", "k", "speedup", "speedup_interval")
 
 
 def planner(args: list[str], env: dict[str, str]) -> str:
@@ -45,10 +49,22 @@ def neighbour(on: bool) -> Iterator[None]:
             proc.wait()
 
 
-def runs(model: str, n: int, env: dict[str, str]) -> tuple[list[dict], bool]:
+def runs(model: str, n: int, env: dict[str, str], log: bool = False) -> tuple[list[dict], bool]:
     """The recommendation of each of n runs, and whether every run printed the same bytes."""
     outs = [planner(["recommend", model, "--json"], env) for _ in range(n)]
+    if log:
+        for i, o in enumerate(outs):
+            print("  " + run_line(i, json.loads(o)))
     return [json.loads(o)["recommendation"] for o in outs], len(set(outs)) == 1
+
+
+def run_line(i: int, out: dict) -> str:
+    """One run's measured figures (what the plan was priced on) beside its K and central speed-up."""
+    rec = out["recommendation"]
+    figs = (out.get("machine_measured") or {}).get("figures", {})
+    parts = [f"{k} {f['median'] / 1e9:.2f} GB/s (IQR {f['q1'] / 1e9:.2f}-{f['q3'] / 1e9:.2f}, {f['kept']}/"
+             f"{f['trials']} trials, {f['seconds']:.2f} s)" for k, f in figs.items()]
+    return f"run {i + 1}: {', '.join(parts) or 'no measured figures'}; K {rec['k']}, central {rec['speedup']:.2f}x"
 
 
 def summary(label: str, recs: list[dict]) -> str:
@@ -67,18 +83,27 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("model", nargs="?", default="qwen2.5-7b-instruct")
     ap.add_argument("--runs", type=int, default=7)
+    ap.add_argument("--only", choices=("busy", "idle"), help="one condition (default: both)")
+    ap.add_argument("--no-profile", action="store_true", help="skip the saved-profile runs")
+    ap.add_argument("--log", action="store_true", help="one line per run with the measured figures")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory() as tmp:
         env = {**os.environ, "SPEC_PLANNER_PROFILE_DIR": tmp}
         print(f"planner recommend {args.model} --json, {args.runs} runs per condition, {os.cpu_count()} CPUs, "
               f"load average {os.getloadavg()[0]:.1f} at start")
         for busy in (False, True):
+            if args.only is not None and busy != (args.only == "busy"):
+                continue
             with neighbour(busy):
                 where = "beside a CPU-bound process" if busy else "without a neighbour"
-                print(summary(f"{where}, no profile", runs(args.model, args.runs, env)[0]))
+                print(summary(f"{where}, no profile", runs(args.model, args.runs, env, args.log)[0]))
+                if args.no_profile:
+                    continue
                 planner(["machines", "detect", "--save"], env)
                 saved, same = runs(args.model, args.runs, env)
-                print(summary(f"{where}, saved profile", saved) + f"; identical output: {'yes' if same else 'NO'}")
+                plan = len({json.dumps({k: r[k] for k in PLAN_KEYS}) for r in saved}) == 1
+                print(summary(f"{where}, saved profile", saved) + f"; identical output: {'yes' if same else 'NO'}"
+                      f"; identical plan: {'yes' if plan else 'NO'}")
                 os.remove(Path(tmp) / "machine-profile.json")
 
 

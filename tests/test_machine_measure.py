@@ -68,6 +68,33 @@ def test_trials_run_until_the_budget_with_floor_and_cap():
     assert len(values) == 4
 
 
+def test_budget_counted_on_the_trial_clock_so_a_busy_host_gets_as_many_trials():
+    """A trial costs 0.1 s of CPU time; on a host where we get a tenth of a core it costs 1 s of wall time.
+    Budgeted in CPU time, both hosts run the same 8 trials (starting at 0, 0.1, .., 0.7 s of CPU);
+    budgeted in wall time (the old rule), the busy host stopped at the 3-trial floor."""
+    def host(share: float):
+        wall, cpu = [0.0], [0.0]
+
+        def trial():
+            cpu[0] += 0.1
+            wall[0] += 0.1 / share
+            return 1.0
+        return trial, (lambda: wall[0]), (lambda: cpu[0])
+
+    for share in (1.0, 0.1):
+        trial, wall, cpu = host(share)
+        values, seconds = run_trials(trial, budget_s=0.75, min_trials=3, max_trials=50, warmup=0, wall=wall,
+                                     spent=cpu)
+        assert len(values) == 8 and seconds == pytest.approx(0.8 / share)
+    trial, wall, _ = host(0.1)
+    assert len(run_trials(trial, budget_s=0.75, min_trials=3, max_trials=50, warmup=0, wall=wall)[0]) == 3
+    # the wall cap ends a very busy host's trials past the floor: trials start at 0, 1, .., 4 s of wall time
+    trial, wall, cpu = host(0.1)
+    values, _ = run_trials(trial, budget_s=0.75, min_trials=3, max_trials=50, warmup=0, wall=wall, spent=cpu,
+                           wall_cap_s=4.5)
+    assert len(values) == 5
+
+
 # --- contention -------------------------------------------------------------------------------
 
 def test_contention_names_each_cause_in_one_line():

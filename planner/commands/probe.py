@@ -15,6 +15,7 @@ from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
 from ..core.errors import UsageError
 from ..core.fmt import tabulate
 from ..core.units import parse_tokens
+from ..fits.machine_profile import probe_path
 from ..probe import require_torch
 from ..probe.acceptance import load_prompts
 from ..probe.device import now
@@ -37,6 +38,9 @@ MaxKOpt = Annotated[int, typer.Option("--max-k", help="Largest K: t_v(n) is meas
 BudgetOpt = Annotated[float | None, typer.Option("--budget-s", help="Cap on the whole probe, seconds "
                                                  "(default 60 on CPU, 120 on cuda/mps).", min=0.1, max=86_400)]
 OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Write the machine profile (JSON) here.")]
+ProbeSaveOpt = Annotated[bool, typer.Option(
+    "--save", help="Also write the profile to this host's profile directory (the user's cache directory, or "
+                   "SPEC_PLANNER_PROFILE_DIR), as machines detect --save does; plan on it with --profile PATH.")]
 ImportOpt = Annotated[list[Path] | None, typer.Option(
     "--import", help="llama-bench / llama-batched-bench output or an n,seconds CSV (no torch needed).")]
 ImportDraftOpt = Annotated[Path | None, typer.Option("--import-draft", help="The draft's benchmark output.")]
@@ -87,6 +91,7 @@ def profile_table(p: Profile) -> str:
     layers = f", {t.layers_timed}/{t.layers_total} layers timed" if t.layers_timed and t.layers_total and \
         t.layers_timed != t.layers_total else ""
     lines = [f"device: {p.device} ({p.device_name}); backend: {p.backend}; dtype: {p.dtype}; context: {p.context}",
+             *([f"{p.unreliable}: the costs below are not a measurement to plan on"] if p.unreliable else []),
              f"target {t.id} ({t.method}{layers})"]
     measured = set(t.measured_n) or set(range(1, len(t.verify_s) + 1))
     rows = [[n, _ms(v), f"{r:.3f}", "" if n in measured else "interpolated"]
@@ -173,6 +178,7 @@ def probe_cmd(
     clock: ClockOpt = "wall",
     backend: BackendOpt = "torch",
     revision: RevisionOpt = None,
+    save: ProbeSaveOpt = False,
 ) -> None:
     """Measure t_v(n) (target, n = 1..K+1), t_d (draft) and the per-round overhead on this machine.
 
@@ -210,12 +216,15 @@ def probe_cmd(
         warn(m)
     if out is not None:
         save_profile(prof, out, inputs=inputs)
+    saved = save_profile(prof, probe_path(), inputs=inputs) if save else None
     if as_json:
-        emit(profile_json(prof))
+        emit({**profile_json(prof), **({"saved_profile": str(saved)} if saved else {})})
         return
     say(profile_table(prof))
     if out is not None:
         say(f"profile written to {out}")
+    if saved is not None:
+        say(f"saved the probe profile to {saved} (plan on it: planner recommend {prof.target.id} --profile {saved})")
 
 
 def _measured(target: str, draft: str | None, *, revision: str | None, device: str, dtype: str | None, max_k: int,

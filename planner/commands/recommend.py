@@ -263,6 +263,8 @@ def _profile(path: str, spec: Any, cands: Any, m: Any, ctx: int, k_max: int) -> 
     if len(prof.target.verify_s) < 2:  # before any warning: a bad input is one error line
         raise UsageError(f"Cannot plan from profile '{path}': it holds {len(prof.target.verify_s)} verify cost(s) "
                          f"(expected t_v(1) and at least t_v(2)). Probe with --max-k 1 or more.")
+    if prof.unreliable:  # the probe's own sanity check failed twice (probe/sanity.py)
+        warn(f"profile '{path}': {prof.unreliable}")
     if prof.target.id != spec.id:
         warn(f"profile '{path}' measured '{prof.target.id}', not '{spec.id}': its curve is used as given")
     if prof.context != ctx:

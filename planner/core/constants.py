@@ -158,10 +158,14 @@ HOST_OVERHEAD_BYTES = 0
 DETECT_TIMEOUT_S = 10.0
 DETECT_OUTPUT_MAX_BYTES = 1 * MiB
 # Host bandwidth measurement (fits/machine_detect.py measure_bandwidth): 128 MiB buffers (far past any
-# CPU's last-level cache, so DRAM is timed), trials until 0.6 s is spent, 7..31 of them: 7 gives quartiles
-# from distinct order statistics; at 8 GB/s one trial is ~33 ms, so the budget yields ~18 on a laptop.
+# CPU's last-level cache, so DRAM is timed), trials until 0.8 s of the measuring thread's CPU time is spent
+# (the clock the trials are timed on, so a busy host gets as many trials as an idle one), 7..31 of them:
+# 7 gives quartiles from distinct order statistics; at 8-10 GB/s one trial is 27-33 ms of CPU time, so the
+# budget yields ~25-30 (a 30-trial median moved ~9% between runs on a busy 2-core host, a 7-trial one ~16%:
+# docs/probe.md). The wall cap bounds the measurement on a very busy host (past the 7-trial minimum).
 BANDWIDTH_BUFFER_BYTES = 128 * MiB
-BANDWIDTH_BUDGET_S = 0.6
+BANDWIDTH_BUDGET_S = 0.8
+BANDWIDTH_WALL_CAP_S = 4.0
 BANDWIDTH_MIN_TRIALS = 7
 BANDWIDTH_MAX_TRIALS = 31
 # A saved machine profile (fits/machine_profile.py): ignored past this age (hardware rarely changes, but
@@ -170,6 +174,7 @@ BANDWIDTH_MAX_TRIALS = 31
 MACHINE_PROFILE_MAX_AGE_S = 7 * 24 * 3600
 MACHINE_PROFILE_MAX_BYTES = 64 * 1024
 MACHINE_PROFILE_NAME = "machine-profile.json"
+PROBE_PROFILE_NAME = "probe-profile.json"  # `planner probe --save`: the measured costs, beside the machine profile
 # A machine description file (catalogs/machines/*.json or --machine FILE) is small.
 MACHINE_JSON_MAX_BYTES = 1 * MiB
 # A list file of model or machine references (`planner report --targets FILE`, `--fleet FILE`): one per line.

@@ -32,6 +32,7 @@ from ..core.constants import (
     BANDWIDTH_BUFFER_BYTES,
     BANDWIDTH_MAX_TRIALS,
     BANDWIDTH_MIN_TRIALS,
+    BANDWIDTH_WALL_CAP_S,
     DETECT_OUTPUT_MAX_BYTES,
     DETECT_TIMEOUT_S,
     MiB,
@@ -326,7 +327,8 @@ def _clock() -> tuple[Any, str]:
 
 def measure_bandwidth(n_bytes: int = BANDWIDTH_BUFFER_BYTES, budget_s: float = BANDWIDTH_BUDGET_S) -> Spread:
     """Host memory bandwidth (bytes/s) from repeated memcpy between two pre-touched buffers: one warm-up
-    copy, then trials until `budget_s` is spent (BANDWIDTH_MIN_TRIALS..BANDWIDTH_MAX_TRIALS), on one
+    copy, then trials until `budget_s` of the timing clock (thread CPU time where the OS has it) is spent
+    or BANDWIDTH_WALL_CAP_S of wall time has gone by (BANDWIDTH_MIN_TRIALS..BANDWIDTH_MAX_TRIALS), on one
     pinned core, outliers rejected; the median and quartiles of the rest (measure_stats.summarise)."""
     src = bytearray(b"\x01") * n_bytes
     dst = bytearray(n_bytes)
@@ -335,7 +337,7 @@ def measure_bandwidth(n_bytes: int = BANDWIDTH_BUFFER_BYTES, budget_s: float = B
     with host_load.pinned() as core:
         values, seconds = run_trials(lambda: _copy_trial(src, dst, clock), budget_s=budget_s,
                                      min_trials=BANDWIDTH_MIN_TRIALS, max_trials=BANDWIDTH_MAX_TRIALS,
-                                     wall=time.perf_counter)
+                                     wall=time.perf_counter, spent=clock, wall_cap_s=BANDWIDTH_WALL_CAP_S)
     where = f", pinned to core {core}" if core is not None else ""
     return summarise(values, seconds, f"{name}{where}")
 

@@ -24,6 +24,7 @@ from ..core.constants import (
     MACHINE_PROFILE_MAX_AGE_S,
     MACHINE_PROFILE_MAX_BYTES,
     MACHINE_PROFILE_NAME,
+    PROBE_PROFILE_NAME,
     profile_dir_override,
 )
 from ..core.errors import PlannerError, UsageError
@@ -58,6 +59,26 @@ def profile_dir() -> Path:
 
 def profile_path() -> Path:
     return profile_dir() / MACHINE_PROFILE_NAME
+
+
+def saved_path(name: str = MACHINE_PROFILE_NAME) -> Path:
+    """Where a saved profile goes, its directory made (the machine's, or PROBE_PROFILE_NAME for `probe --save`).
+
+    Raises:
+        UsageError: the directory cannot be made.
+    """
+    p = profile_dir() / name
+    try:
+        p.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UsageError(f"Cannot save the profile in '{p.parent}': {e.strerror or e}. Set "
+                         f"SPEC_PLANNER_PROFILE_DIR to a writable directory.") from e
+    return p
+
+
+def probe_path() -> Path:
+    """Where `planner probe --save` writes the measured costs (read back with --profile)."""
+    return saved_path(PROBE_PROFILE_NAME)
 
 
 def fingerprint(m: Machine) -> dict[str, Any]:

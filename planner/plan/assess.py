@@ -26,6 +26,7 @@ from ..speed.model import Costs
 from . import load
 from . import recommend as plan
 from .drafting_stop import policies_for
+from .machine_spread import spread_costs, widen_by_machine
 from .scenario import Scenario
 
 
@@ -122,8 +123,11 @@ def costs_for(sc: Scenario) -> tuple[Callable[[DraftingMethod, Settings], plan.C
                            f"deployment names no profile. Set profile = \"probe.json\" (from 'planner probe') or "
                            f"machine = <catalog name>")
 
+    ends = plan.measured_ends(m, sc.layout, sc.settings.engine)  # a measured machine's spread (else None)
+
     def roofline(method: DraftingMethod, s: Settings) -> plan.Costs:
-        return plan.roofline_costs(sc.target, method, roof, s, k_max)
+        return spread_costs(plan.roofline_costs(sc.target, method, roof, s, k_max), ends,
+                            lambda r: plan.roofline_costs(sc.target, method, r, s, k_max))
     return roofline, k_max
 
 
@@ -149,6 +153,9 @@ def assess_speed(sc: Scenario, compat: Compatibility) -> Speed:
     at_k = predict_plan(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=max(k_top, d.k or 1),
                         verify_bounds=costs.verify_bounds, k_fixed=k, overhead_low_s=costs.overhead_low_s,
                         adaptive=policy)
+    # a measured machine's spread widens both, as recommend's (plan/machine_spread.py); no-op when catalogued
+    pred = widen_by_machine(pred, costs, alpha, max(k_top, d.k or 1), policy)
+    at_k = widen_by_machine(at_k, costs, alpha, max(k_top, d.k or 1), policy)
     s_mid, s_low, s_high = at_k.speedup, at_k.speedup_low, at_k.speedup_high
     notes = []
     prof = sc.profile

@@ -3,18 +3,30 @@
 Why its own module: a detected CPU's bandwidth is the median of repeated trials with an IQR
 (fits/machine_detect.py); a plan priced only at the median would claim a precision the measurement
 does not have, so the same K is priced at both ends of the spread and the verdict follows the widened
-interval. recommend (plan/recommend.py) calls it for every option whose costs carry a spread.
+interval. recommend (plan/recommend.py), check (plan/assess.py) and so report (plan/fleet.py, through
+recommend) call it for every plan whose costs carry a spread; `spread_costs` puts the spread in the costs.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
 from ..speed import acceptance as acc
 from ..speed import model as speed
+from ..speed import roofline
 from ..speed.adaptive import Adaptive
 from ..speed.adaptive_predict import predict_plan
 from ..speed.model import Costs
+
+
+def spread_costs(c: Costs, ends: tuple[tuple[roofline.Roof, ...], str] | None,
+                 price: Callable[[roofline.Roof], Costs]) -> Costs:
+    """`c` with the same plan priced on the roof at each end of the measured spread (plan/roof.py
+    measured_ends), and the line naming them; `c` unchanged when nothing was measured (catalogued machines)."""
+    if ends is None:
+        return c
+    return replace(c, machine_spread=tuple(price(r) for r in ends[0]), machine_spread_source=ends[1])
 
 
 def widen_by_machine(pred: speed.Prediction, costs: Costs, alpha: acc.Acceptance, k_max: int,

@@ -38,7 +38,7 @@ from ..speed.model import Costs
 from . import draft_catchup, hybrid, load, mtp_depth, settle
 from .drafting_stop import policies_for
 from .load import BatchPoint
-from .machine_spread import widen_by_machine
+from .machine_spread import spread_costs, widen_by_machine
 from .roof import bandwidth_share, compute_share, measured_ends, roofline_machine  # noqa: F401  (plan.roofline_machine)
 
 # Per engine (engines/*.py): the KV cache types worth trying, unquantised first (Engine.kv_options: quantised
@@ -364,10 +364,7 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: E
             return draft_catchup.priced(costs, method, r, s)
 
         def costs_for(method: DraftingMethod, s: Settings) -> Costs:
-            c = at(roof, method, s)
-            if ends is None:
-                return c
-            return replace(c, machine_spread=tuple(at(r, method, s) for r in ends[0]), machine_spread_source=ends[1])
+            return spread_costs(at(roof, method, s), ends, lambda r: at(r, method, s))
     options = []
     for method in conditioned(cands, temperature=temperature, workload=workload,
                               rule=engine.sampled_acceptance):

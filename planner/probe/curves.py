@@ -30,12 +30,15 @@ from .timing import Deadline, measure_round_robin, sync, time_call
 
 
 def time_stacks(models: Sequence[Any], points: int, *, device: str, st: ProbeSettings, deadline: Deadline,
-                all_logits: bool = True, tick: Callable[[int], None] | None = None) -> list[list[float]]:
+                all_logits: bool = True, tick: Callable[[int], None] | None = None,
+                spreads: list[float] | None = None) -> list[list[float]]:
     """Median t(n), n = 1..points, of each model: n tokens appended at the context, then rolled back.
 
     The models are timed round-robin for each n (timing.measure_round_robin), so a sample stack
     and the stacks it is compared or combined with see the same machine state. The rollback runs
     after each call, outside the clock; each n gets an equal share of what is left of `deadline`.
+    `spreads`, when given, receives the largest IQR / median of any model's repeats at n = 1 (the step
+    cost the probe's sanity check compares: probe/sanity.py).
     """
     bases = [m.pos for m in models]
     for m in models:
@@ -51,6 +54,8 @@ def time_stacks(models: Sequence[Any], points: int, *, device: str, st: ProbeSet
                                   deadline=deadline.sub(1.0 / (points - n + 1)), clock=st.clock_fn)
         for i, t in enumerate(res):
             out[i].append(t.median_s)
+        if spreads is not None and n == 1:
+            spreads.append(max(t.rel_iqr for t in res))
     return out
 
 
@@ -115,11 +120,13 @@ def _build(spec: ModelSpec, layers: Sequence[LayerSpec] | None, st: ProbeSetting
 
 
 def probe_model(spec: ModelSpec, *, role: str, points: int, st: ProbeSettings, device: str,
-                deadline: Deadline, progress: Progress | None = None, all_logits: bool = True) -> ModelCurve:
+                deadline: Deadline, progress: Progress | None = None, all_logits: bool = True,
+                spreads: list[float] | None = None) -> ModelCurve:
     """Time one model: t(n) for n = 1..points (verify: all logits; draft step: last logits only).
 
     Samples first (extrapolated curve), then the whole model when it fits in memory and, by the
     samples' numbers, in the time left (mode auto); mode full / extrapolate force one or the other.
+    `spreads` receives the step cost's repeat spread of each timing pass (time_stacks).
 
     Raises:
         UsageError: not even one layer of each kind fits in memory, or mode 'full' does not fit.
@@ -143,12 +150,12 @@ def probe_model(spec: ModelSpec, *, role: str, points: int, st: ProbeSettings, d
     whole_is_sample = len(groups) == 1 and groups[0][1] <= st.group_layers
     if (st.mode == "full" or whole_is_sample) and full_bytes <= avail:
         return _probe_full(spec, points=points, st=st, device=device, dtype=dtype, deadline=deadline,
-                           tick=tick(whole, 0.0, 1.0), notes=notes, all_logits=all_logits)
+                           tick=tick(whole, 0.0, 1.0), notes=notes, all_logits=all_logits, spreads=spreads)
     may_full = st.mode == "auto" and full_bytes <= avail
     curve, build_rate = _probe_samples(spec, points=points, st=st, device=device, dtype=dtype, avail=avail - act,
                                        deadline=deadline.sub(0.45 if may_full else 1.0), all_logits=all_logits,
                                        tick=tick("embedding/head + a few layers per kind", 0.0,
-                                                 0.5 if may_full else 1.0), notes=notes)
+                                                 0.5 if may_full else 1.0), notes=notes, spreads=spreads)
     if not may_full:
         why = "" if st.mode == "extrapolate" else f": the whole model needs {full_bytes} bytes, {avail} available"
         return replace(curve, notes=(*curve.notes, f"whole model not instantiated{why}"))
@@ -158,7 +165,7 @@ def probe_model(spec: ModelSpec, *, role: str, points: int, st: ProbeSettings, d
         return replace(curve, notes=(*curve.notes, f"whole model not timed: estimated {cost:.1f} s, "
                                                    f"{max(deadline.left(), 0.0):.1f} s of the budget left"))
     full = _probe_full(spec, points=points, st=st, device=device, dtype=dtype, deadline=deadline,
-                       tick=tick(whole, 0.5, 0.5), notes=notes, all_logits=all_logits)
+                       tick=tick(whole, 0.5, 0.5), notes=notes, all_logits=all_logits, spreads=spreads)
     err = max(abs(e - f) / f for e, f in zip(curve.verify_s, full.verify_s, strict=True))
     return replace(full, notes=(*full.notes, f"cross-check: extrapolation from {curve.layers_timed} layer(s) "
                                              f"was within {err:.1%} of the whole model (timed separately, so "
@@ -167,7 +174,7 @@ def probe_model(spec: ModelSpec, *, role: str, points: int, st: ProbeSettings, d
 
 def _probe_samples(spec: ModelSpec, *, points: int, st: ProbeSettings, device: str, dtype: str, avail: int,
                    deadline: Deadline, all_logits: bool, tick: Callable[[int], None],
-                   notes: list[str]) -> tuple[ModelCurve, float]:
+                   notes: list[str], spreads: list[float] | None = None) -> tuple[ModelCurve, float]:
     """Extrapolated curve from the shell alone and the shell + m layers per kind, timed round-robin.
 
     Returns the curve and the build rate seen (bytes/s), to predict the whole model's build.
@@ -182,7 +189,8 @@ def _probe_samples(spec: ModelSpec, *, points: int, st: ProbeSettings, device: s
     sync(device)
     built = shell.nbytes() + sum(s.nbytes() - shell.nbytes() for s in stacks[1:])  # one shared shell
     rate = built / max(time.perf_counter() - t0, 1e-6)
-    times = time_stacks(stacks, points, device=device, st=st, deadline=deadline, all_logits=all_logits, tick=tick)
+    times = time_stacks(stacks, points, device=device, st=st, deadline=deadline, all_logits=all_logits, tick=tick,
+                        spreads=spreads)
     rbs = [time_rollback(m, points, device=device, repeats=st.repeats, deadline=deadline, clock=st.clock_fn)
            for m in stacks]
     del stacks, shell
@@ -198,10 +206,11 @@ def _probe_samples(spec: ModelSpec, *, points: int, st: ProbeSettings, device: s
 
 
 def _probe_full(spec: ModelSpec, *, points: int, st: ProbeSettings, device: str, dtype: str,
-                deadline: Deadline, tick: Callable[[int], None], notes: list[str], all_logits: bool) -> ModelCurve:
+                deadline: Deadline, tick: Callable[[int], None], notes: list[str], all_logits: bool,
+                spreads: list[float] | None = None) -> ModelCurve:
     model = _build(spec, None, st, device=device, dtype=dtype, extra=points + 1)
     times = time_stacks([model], points, device=device, st=st, deadline=deadline, all_logits=all_logits,
-                        tick=tick)[0]
+                        tick=tick, spreads=spreads)[0]
     rb = time_rollback(model, points, device=device, repeats=st.repeats, deadline=deadline, clock=st.clock_fn)
     del model
     free_memory(device)

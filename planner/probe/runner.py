@@ -19,7 +19,7 @@ from typing import Any
 from ..core.errors import UsageError
 from ..core.spec import ModelSpec
 from ..speed.diagnosis import diagnose
-from ..speed.profile import MeasuredAcceptance, ModelCurve, Profile
+from ..speed.profile import Finding, MeasuredAcceptance, ModelCurve, Profile
 from . import require_torch
 from .acceptance import measure_acceptance
 from .curves import probe_model, time_rollback, time_stacks
@@ -36,6 +36,7 @@ from .device import (
     resolve_device,
 )
 from .real import RealLM, load_causal_lm, load_tokenizer, real_bytes
+from .sanity import Steps, Verdict, checked
 from .settings import ProbeSettings, Progress
 from .synthetic_shapes import probe_dtype
 from .timing import Deadline, measure_round_robin, sync
@@ -101,8 +102,9 @@ def _scaled(progress: Progress | None, lo: float, width: float) -> Progress | No
 
 def _finish(tcurve: ModelCurve, dcurve: ModelCurve | None, *, vocab: int, st: ProbeSettings, device: str,
             budget: float, dl: Deadline, backend: str, dtype: str, acceptance: MeasuredAcceptance | None,
-            notes: Sequence[str], progress: Progress | None) -> Profile:
-    """Measure the per-round overhead and assemble the profile with its diagnosis."""
+            notes: Sequence[str], progress: Progress | None, unreliable: str | None = None) -> Profile:
+    """Measure the per-round overhead and assemble the profile with its diagnosis (an unreliable
+    measurement first, as a problem: probe/sanity.py)."""
     if progress:
         progress("per-round overhead: sampling, comparison, rollback", 0.95)
     round_s, sample_s = sampling_overhead(vocab, st.max_k, device=device, temperature=st.temperature, st=st,
@@ -117,9 +119,12 @@ def _finish(tcurve: ModelCurve, dcurve: ModelCurve | None, *, vocab: int, st: Pr
         progress("done", 1.0)
     threads = f", {st.threads} CPU thread(s)" if st.threads and device == "cpu" else ""
     threads += ", thread CPU time (not wall time)" if st.clock == "thread" else ""
+    found = diagnose(tcurve, dcurve, overhead, acceptance, device)
+    if unreliable:
+        found = (Finding("unreliable_measurement", "problem", unreliable), *found)
     return Profile(device=device, device_name=device_name(device), backend=backend, dtype=dtype,
                    context=st.context, target=tcurve, draft=dcurve, overhead_s=overhead, overhead_parts=parts,
-                   acceptance=acceptance, diagnosis=diagnose(tcurve, dcurve, overhead, acceptance, device),
+                   acceptance=acceptance, diagnosis=found, unreliable=unreliable,
                    versions=library_versions(), timestamp=now(), budget_s=budget, elapsed_s=dl.elapsed(),
                    notes=(f"K_max {st.max_k}, context {st.context}, temperature {st.temperature:g}, median of "
                           f"{st.repeats} after {st.warmup} warm-up{threads}", *notes))
@@ -192,18 +197,50 @@ def _run_synthetic(target: ModelSpec, draft: ModelSpec | None, st: ProbeSettings
                    progress: Progress | None) -> Profile:
     device, budget, dl = _start(st)
     share = 0.6 if draft is not None else 0.9
+    unreliable = None
     with cpu_threads(st.threads):
+        tsp: list[float] = []
         tcurve = probe_model(target, role="target", points=st.max_k + 1, st=st, device=device,
-                             deadline=dl.sub(share), progress=_scaled(progress, 0.0, share))
+                             deadline=dl.sub(share), progress=_scaled(progress, 0.0, share), spreads=tsp)
         dcurve = None
         if draft is not None:
-            dcurve = probe_model(draft, role="draft", points=1, st=st, device=device, deadline=dl.sub(0.85),
-                                 progress=_scaled(progress, share, 0.9 - share), all_logits=False)
+            dsp: list[float] = []
+            dcurve = probe_model(draft, role="draft", points=1, st=st, device=device, deadline=dl.sub(0.7),
+                                 progress=_scaled(progress, share, 0.9 - share), all_logits=False, spreads=dsp)
+            first = Steps(tcurve.step_s, dcurve.step_s, max(tsp, default=0.0), max(dsp, default=0.0))
+            verdict = checked(target, draft, first, lambda: _remeasure_steps(target, draft, st, device, dl))
+            tcurve, dcurve = _kept(verdict, tcurve, dcurve)
+            unreliable = verdict.unreliable
         vocab = min(target.vocab, draft.vocab) if draft is not None else target.vocab
         dtype, _ = probe_dtype(target.dtype, st.dtype)
         return _finish(tcurve, dcurve, vocab=vocab, st=st, device=device, budget=budget, dl=dl,
                        backend=f"torch-synthetic ({device})", dtype=dtype, acceptance=None, notes=(),
-                       progress=progress)
+                       progress=progress, unreliable=unreliable)
+
+
+def _remeasure_steps(target: ModelSpec, draft: ModelSpec, st: ProbeSettings, device: str, dl: Deadline) -> Steps:
+    """Both step costs timed again (n = 1 only), round after round within half of what is left each."""
+    tsp: list[float] = []
+    dsp: list[float] = []
+    t = probe_model(target, role="target", points=1, st=st, device=device, deadline=dl.sub(0.5), spreads=tsp)
+    d = probe_model(draft, role="draft", points=1, st=st, device=device, deadline=dl.sub(0.5), all_logits=False,
+                    spreads=dsp)
+    return Steps(t.step_s, d.step_s, max(tsp, default=0.0), max(dsp, default=0.0))
+
+
+def _kept(verdict: Verdict, tcurve: ModelCurve, dcurve: ModelCurve) -> tuple[ModelCurve, ModelCurve]:
+    """The curves with a re-measurement's step costs in them: the target's curve rescaled to its new t_v(1)
+    (its shape t_v(n)/t_v(1) was timed round by round, so it stands), the draft's step replaced."""
+    if not verdict.remeasured:
+        return tcurve, dcurve
+    scale = verdict.steps.target_s / tcurve.step_s
+    why = ("re-measured: the first step costs were physically impossible (probe/sanity.py)"
+           if verdict.unreliable is None else "re-measured once; still impossible: unreliable")
+    t = replace(tcurve, verify_s=tuple(v * scale for v in tcurve.verify_s), step_s=verdict.steps.target_s,
+                notes=(*tcurve.notes, f"{why}; t_v(1) {tcurve.step_s:.3g} s -> {verdict.steps.target_s:.3g} s"))
+    d = replace(dcurve, verify_s=(verdict.steps.draft_s, *dcurve.verify_s[1:]), step_s=verdict.steps.draft_s,
+                notes=(*dcurve.notes, f"{why}; t_d {dcurve.step_s:.3g} s -> {verdict.steps.draft_s:.3g} s"))
+    return t, d
 
 
 def run_real(target_dir: str, target: ModelSpec, draft_dir: str | None, draft: ModelSpec | None,

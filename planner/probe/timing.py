@@ -1,4 +1,5 @@
-"""Honest timing: warm-up left out, the device synchronised around the clock, median of repeats.
+"""Honest timing: warm-up left out, the device synchronised around the clock, median of repeats
+with outliers rejected (Tukey's fences, as the machine's own measurements: fits/measure_stats.py).
 
 Why a module of its own: the probe and the bench (planner/bench) time the same kind of calls
 (one forward, one rollback, one sampling step) and must agree on how (docs/probe.md "What it measures",
@@ -8,10 +9,11 @@ docs/bench.md "Accuracy benchmark"; after gpt-fast's `device_sync` before readin
 
 from __future__ import annotations
 
-import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+
+from ..fits.measure_stats import quantile, reject_outliers
 
 
 def sync(device: str) -> None:
@@ -47,7 +49,10 @@ class Deadline:
 
 @dataclass(frozen=True)
 class Timing:
-    """Median of the timed repeats (seconds) and every sample, warm-up excluded."""
+    """Median of the timed repeats inside Tukey's fences (seconds) and every sample, warm-up excluded.
+
+    Why the fences: one repeat preempted by another process is an outlier on a busy machine; the median
+    already resists it, and the spread (rel_iqr) then says how far the kept repeats agree."""
 
     median_s: float
     samples_s: tuple[float, ...]
@@ -58,6 +63,12 @@ class Timing:
     def spread_s(self) -> float:
         """max - min of the samples: how noisy the median is."""
         return max(self.samples_s) - min(self.samples_s)
+
+    @property
+    def rel_iqr(self) -> float:
+        """Inter-quartile range of the repeats kept, as a share of their median (0 for one repeat)."""
+        kept = reject_outliers(self.samples_s)
+        return (quantile(kept, 0.75) - quantile(kept, 0.25)) / self.median_s if self.median_s > 0 else 0.0
 
 
 def time_call(fn: Callable[[], object], device: str, clock: Callable[[], float] = time.perf_counter) -> float:
@@ -137,4 +148,4 @@ def measure_round_robin(fns: Sequence[Callable[[], object]], *, device: str, rep
             if resets[i] is not None:
                 resets[i]()
         done_warmup += 0 if timed else 1
-    return [Timing(statistics.median(s), tuple(s), done_warmup, truncated) for s in samples]
+    return [Timing(quantile(reject_outliers(s), 0.5), tuple(s), done_warmup, truncated) for s in samples]

@@ -105,6 +105,7 @@ class Profile:
     elapsed_s: float | None = None
     notes: tuple[str, ...] = ()
     schema: int = SCHEMA_VERSION
+    unreliable: str | None = None  # why the probe's timings cannot be trusted (probe/sanity.py), None: they can
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "overhead_parts", MappingProxyType(dict(self.overhead_parts)))

@@ -45,7 +45,8 @@ def profile_json(p: Profile) -> dict[str, Any]:
             "diagnosis": [{"code": f.code, "severity": f.severity, "message": f.message, "value": f.value}
                           for f in p.diagnosis],
             "versions": dict(p.versions), "timestamp": p.timestamp, "budget_s": p.budget_s,
-            "elapsed_s": p.elapsed_s, "notes": list(p.notes)}
+            "elapsed_s": p.elapsed_s, "notes": list(p.notes),
+            **({"unreliable": p.unreliable} if p.unreliable else {})}  # the key only when set: older files match
 
 
 class _Reader:
@@ -200,7 +201,8 @@ def profile_from_json(data: Any, origin: str = "<profile>") -> Profile:
                    timestamp=r.text(data, "timestamp", default="unknown"),
                    budget_s=r.number(data, "budget_s", optional=True),
                    elapsed_s=r.number(data, "elapsed_s", optional=True),
-                   notes=r.texts(data, "notes"), schema=schema)
+                   notes=r.texts(data, "notes"), schema=schema,
+                   unreliable=r.text(data, "unreliable") if data.get("unreliable") is not None else None)
 
 
 def read_bounded(path: Path, limit: int, what: str) -> bytes:
