@@ -156,7 +156,7 @@ def combinations_text(r: Any, launch: dict[str, str] | None) -> list[str]:
         return ["", "no combination of the changes planner tries fits (weights, KV, utilisation, context, tp/pp"
                     ", offload)"]
     best = r.combinations[0]
-    lines = ["", "cheapest combination that fits (ranked by quality, then context kept, then speed):",
+    lines = ["", *wrap("cheapest combination that fits (by quality, then context kept, then speed):"),
              "  " + " + ".join(what for what, _ in best.changes),
              "  flags: " + " ".join(f for _, f in best.changes),
              f"  headroom {fmt_bytes(best.headroom_bytes)} on the tightest device"
@@ -197,10 +197,10 @@ def fit_table(r, launch: dict[str, str] | None = None) -> str:
                      fmt_bytes(d.headroom_bytes)])
     head = ["device", "budget", "weights", "KV cache", "activations", "overhead", "used", "headroom"]
     lay = p.layout
-    lines = [f"machine: {p.machine.display_name} ({p.machine.origin}), engine {p.settings.engine}, "
-             f"tp {lay.tp} x pp {lay.pp}" + (f", draft on device {lay.draft_device}" if lay.draft_device is not None
-                                              else ""),
-             width.table(rows, head, shrink=(0,)), ""]
+    lines = [*wrap(f"machine: {p.machine.display_name} ({p.machine.origin}), engine {p.settings.engine}, "
+                   f"tp {lay.tp} x pp {lay.pp}" + (f", draft on device {lay.draft_device}"
+                                                    if lay.draft_device is not None else "")),
+             width.table(rows, head, shrink=(0,), drop=(6,)), ""]  # used = budget - headroom: --wide  # used = budget - headroom: --wide
     if lay.gpu_layers is not None or lay.cpu_moe_layers:
         t, src = searchmod.decode_seconds(p)
         t_gpu, _ = searchmod.decode_seconds(replace(p, layout=replace(lay, gpu_layers=None, cpu_moe_layers=0)))
@@ -217,7 +217,7 @@ def fit_table(r, launch: dict[str, str] | None = None) -> str:
     lines.append(f"largest context at batch {p.settings.batch}: {r.max_context:,} tokens{limit}")
     lines.append(f"largest batch at {p.settings.context:,} tokens: {r.max_batch:,}")
     budgets = {d.budget.source for d in r.devices}
-    lines.append("budget: " + "; ".join(sorted(budgets)))
+    lines += wrap("budget: " + "; ".join(sorted(budgets)))
     if r.suggestions:
         lines.append("")
         lines.append(width.table([[s.change, fmt_bytes(s.headroom_bytes), "yes" if s.fits else "no"]
