@@ -35,6 +35,7 @@ COMMANDS = {
     "check": ["check", "--config", EXAMPLE],
     "catalog": ["catalog"],
     "machines-list": ["machines", "list"],
+    "report-fleet": ["report", "--machine", "rtx-4090", "--machine", "m3-max-36gb", "--family", "qwen2.5"],
 }
 
 
