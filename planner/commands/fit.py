@@ -166,6 +166,8 @@ def combinations_text(r: Any, launch: dict[str, str] | None) -> list[str]:
     for key, value in (launch or {}).items():
         if key == "command":
             lines += command_lines(value, indent="  ", head="command: ")
+        elif key == "convert":  # steps run in order before the command: one pasteable command each
+            lines += ["  convert:", *(x for step in value.split(" && ") for x in command_lines(step, indent="    "))]
         elif "\n" in value:  # a Python snippet: its own lines
             lines += [f"  {key}:", *(x for line in value.splitlines() for x in python_lines(line, indent="    "))]
         else:

@@ -469,6 +469,8 @@ def recommendation_text(rec: Any, machine_label: str | None = None, show_all: bo
         text = str(value)
         if key == "command":
             lines += command_lines(text, indent="  ")
+        elif key == "convert":  # steps run in order before the command: one pasteable command each
+            lines += [x for step in text.split(" && ") for x in command_lines(step, indent="  ")]
         elif key == "python":
             lines += [x for line in text.splitlines() for x in python_lines(line, indent="  ")]
         else:
