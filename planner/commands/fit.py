@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from .. import engines
-from ..core.constants import DEFAULT_CONTEXT
+from ..core.constants import DEFAULT_CONTEXT, DEFAULT_FIT_MARGIN_BYTES
 from ..core.errors import PlannerError
 from ..core.fmt import fmt_bytes
 from ..core.units import parse_bytes, parse_tokens
@@ -37,6 +37,7 @@ from ._options import (
     JsonOpt,
     KvDtypeOpt,
     MachineOpt,
+    MarginOpt,
     MethodOpt,
     ModelArg,
     OverheadOpt,
@@ -138,6 +139,7 @@ def fit_json(r, warnings: list[str], launch: dict[str, str] | None = None) -> di
             "max_context_limit": r.max_context_limit, "max_batch": r.max_batch,
             "context": p.settings.context, "batch": p.settings.batch, "engine": p.settings.engine,
             "tp": p.layout.tp, "pp": p.layout.pp, "draft_device": p.layout.draft_device,
+            "margin_bytes": p.margin_bytes,  # the safety margin each budget leaves past the engine's (--margin)
             "machine": describe(p.machine), "devices": devices, "dominant": r.dominant,
             "suggestions": [{"change": s.change, "headroom_bytes": s.headroom_bytes, "kind": s.kind,
                              "value": s.value, "fits": s.fits} for s in r.suggestions],
@@ -159,7 +161,7 @@ def combinations_text(r: Any, launch: dict[str, str] | None) -> list[str]:
     lines = ["", *wrap("cheapest combination that fits (by quality, then context kept, then speed):"),
              "  " + " + ".join(what for what, _ in best.changes),
              "  flags: " + " ".join(f for _, f in best.changes),
-             f"  headroom {fmt_bytes(best.headroom_bytes)} on the tightest device"
+             f"  headroom {fmt_bytes(best.headroom_bytes)} on the tightest device{_past_margin(r.problem)}"
              + (f"; host RAM {fmt_bytes(best.host_bytes)}" if best.host_bytes else ""),
              *wrap(f"decode time {_speed(best)} of the plan as asked ({best.speed_source})" if best.speed_factor
                    is not None else f"decode time: {best.speed_source}", indent="  ")]
@@ -183,6 +185,11 @@ def combinations_text(r: Any, launch: dict[str, str] | None) -> list[str]:
                                     fmt_bytes(c.host_bytes) if c.host_bytes else "-", _speed(c)] for c in rest],
                                   ["also fits", "headroom", "host RAM", "decode time"], shrink=(0,))]
     return lines
+
+
+def _past_margin(p: Any) -> str:
+    """Headroom is counted past the safety margin (--margin): say so where it is printed."""
+    return f" (past the {fmt_bytes(p.margin_bytes)} safety margin)" if p.margin_bytes else ""
 
 
 def fit_table(r, launch: dict[str, str] | None = None) -> str:
@@ -210,8 +217,8 @@ def fit_table(r, launch: dict[str, str] | None = None) -> str:
         lines[-1:-1] = wrap(f"host RAM: {fmt_bytes(sum(d.host_bytes for d in r.devices))} (input embedding, "
                             f"offloaded layers' weights and KV); {speed}")
     verdict = "FITS" if r.fits else "DOES NOT FIT"
-    lines.append(f"{verdict} at {p.settings.context:,} tokens x {p.settings.batch}: headroom "
-                 f"{fmt_bytes(r.headroom_bytes)} on the tightest device")
+    lines += wrap(f"{verdict} at {p.settings.context:,} tokens x {p.settings.batch}: headroom "
+                  f"{fmt_bytes(r.headroom_bytes)} on the tightest device{_past_margin(p)}")
     dom = r.dominant
     lines.append(f"largest term: {dom['role']} {dom['term']} {fmt_bytes(dom['bytes'])} "
                  f"({dom['share']:.0%} of device {dom['device']})")
@@ -251,10 +258,14 @@ def fit(
     group_size: GroupSizeOpt = 128,
     revision: RevisionOpt = None,
     overhead: OverheadOpt = None,
+    margin: MarginOpt = None,
     as_json: JsonOpt = False,
     wide: WideOpt = False,
 ) -> None:
     """Does TARGET (+ --draft) fit the machine? Per-device ledger, largest context and batch, fixes.
+
+    Each device keeps a safety margin free (--margin; default 1 GiB, what llama.cpp's own fit leaves, less
+    the engine's own margin), so a combination cut to the byte still starts when an estimate is a little off.
 
     Exit code 0 when it fits, 1 when it does not, 2 on bad input.
 
@@ -280,8 +291,10 @@ def fit(
     layout = replace(default_layout(m.n_devices, settings.engine, tp, pp, draft_device), gpu_layers=gpu_layers,
                      cpu_moe_layers=n_cpu_moe)
     warnings = [f"{s.id}: {w}" for s in (tspec, dspec) if s for w in s.warnings]
+    own = engines.get(settings.engine).device_margin_bytes
+    safety = parse_bytes(margin, what="--margin") if margin else max(DEFAULT_FIT_MARGIN_BYTES - own, 0)
     problem = fitmod.Problem(target=tspec, machine=m, settings=settings, layout=layout, draft=dspec,
-                             utilization=utilization)
+                             utilization=utilization, margin_bytes=safety)
     result = verdictmod.fit(problem, smaller_drafts=_smaller_drafts(dspec))
     ref = target if Path(target).expanduser().exists() else tspec.id  # commands name the model, not our alias
     launch = combination_launch(result.combinations[0], ref, method) if result.combinations else None
