@@ -391,6 +391,7 @@ def test_cli_margin_is_stated_and_settable(tmp_path, capsys):
     for engine, extra in (("vllm", []), ("vllm", ["--margin", "0"]), ("vllm", ["--margin", "512MiB"]),
                           ("llama.cpp", [])):
         code, out, _ = run([*base, "--engine", engine, *extra], capsys)
+        assert code == 0
         data = json.loads(out)
         got[(engine, *extra)] = (data["margin_bytes"], data["devices"][0]["budget_bytes"])
     share = 24564 * MiB * 92 // 100  # vLLM's share of a 4090, by hand
@@ -399,4 +400,4 @@ def test_cli_margin_is_stated_and_settable(tmp_path, capsys):
     assert got[("vllm", "--margin", "512MiB")] == (512 * MiB, share - 512 * MiB)
     assert got[("llama.cpp",)] == (0, 24564 * MiB - 1024 * MiB)  # llama.cpp's own fit margin, nothing added
     code, out, _ = run(["fit", t, "--machine", "rtx-4090", "--engine", "vllm"], capsys)
-    assert "1.00 GiB safety margin (--margin)" in out and "past the 1.00 GiB safety margin" in out
+    assert code == 0 and "1.00 GiB safety margin (--margin)" in out and "past the 1.00 GiB safety margin" in out
