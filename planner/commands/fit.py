@@ -99,7 +99,9 @@ def combination_launch(c: Any, target_ref: str, method: Any) -> dict[str, str]:
         x = replace(x, **fields)
     out = engines.launch(s.engine, x)
     if method is not None:
-        out["note"] = " ".join(filter(None, [out.get("note"), f"K={FIT_LAUNCH_K}: planner recommend chooses K."]))
+        # joined as with_notes joins an engine's notes ("; "): "...at load K=3: ..." once read as one sentence
+        out["note"] = "; ".join(filter(None, [out.get("note"), f"K={FIT_LAUNCH_K} here: planner recommend "
+                                                               f"chooses K"]))
     return out
 
 
