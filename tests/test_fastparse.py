@@ -39,7 +39,7 @@ def test_values_convert_as_typer_does(capsys):
                          "--gpus", "2", "--tp", "2", "--json"], capsys)
     d = json.loads(out)
     assert d["tp"] == 2 and len(d["devices"]) == 2
-    assert d["devices"][0]["budget_bytes"] == int(d["devices"][0]["memory_bytes"] * 0.8)
+    assert d["devices"][0]["budget_bytes"] == int(d["devices"][0]["memory_bytes"] * 0.8) - d["margin_bytes"]
 
 
 @pytest.mark.parametrize("args, message", [

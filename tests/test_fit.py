@@ -323,7 +323,9 @@ def test_cli_json_schema_and_exit_codes(tmp_path, capsys):
     assert data["fits"] is True and data["suggestions"] == []
     (dev,) = data["devices"]
     assert {"name", "budget_bytes", "used_bytes", "headroom_bytes"} <= set(dev)
-    assert dev["budget_bytes"] == 24564 * MiB * 92 // 100
+    # vLLM's 0.92 share, less the default 1 GiB safety margin (vLLM's own budget leaves none past its share)
+    assert data["margin_bytes"] == 1024 * MiB
+    assert dev["budget_bytes"] == 24564 * MiB * 92 // 100 - 1024 * MiB
     assert dev["used_bytes"] == W8B + W1B + (KV8B + KV1B) * 8192 + A8B + A1B + VLLM_OVERHEAD
     assert data["headroom_bytes"] == dev["budget_bytes"] - dev["used_bytes"]
     s = Settings(engine="vllm", context=8192)
@@ -347,7 +349,7 @@ def test_cli_gpu_memory_and_gpus(tmp_path, capsys):
     code, out, _ = run(["fit", t, "--gpu-memory", "16GiB", "--gpus", "2", "--engine", "vllm", "--json"], capsys)
     data = json.loads(out)
     assert code == 0 and data["tp"] == 2 and len(data["devices"]) == 2
-    assert {x["budget_bytes"] for x in data["devices"]} == {16 * GiB * 92 // 100}
+    assert {x["budget_bytes"] for x in data["devices"]} == {16 * GiB * 92 // 100 - 1024 * MiB}  # - the margin
     code, out, _ = run(["fit", t, "--machine", "2x-rtx-3090", "--engine", "llama.cpp", "--json"], capsys)
     data = json.loads(out)
     assert data["pp"] == 2 and data["tp"] == 1  # llama.cpp splits layers by default
@@ -379,3 +381,24 @@ def test_vision_tower_stays_on_the_first_stage(tmp_path):
     without, _ = weight_split(text, s, 1, 2, on_host_ok=True)
     assert with_tower[0] - without[0] == sum(t.nbytes for t in vision) and with_tower[1] == without[1]
     assert sum(with_tower) == spec.weights.resident_bytes
+
+
+def test_cli_margin_is_stated_and_settable(tmp_path, capsys):
+    """fit leaves a safety margin on each device (#31 item 5): 1 GiB by default past an engine that leaves
+    none, none extra past llama.cpp's own 1 GiB, and --margin sets it (0: the engine's budget to the byte)."""
+    t = str(model_dir(tmp_path, "Llama-3.1-8B"))
+    base = ["fit", t, "--machine", "rtx-4090", "--json"]
+    got = {}
+    for engine, extra in (("vllm", []), ("vllm", ["--margin", "0"]), ("vllm", ["--margin", "512MiB"]),
+                          ("llama.cpp", [])):
+        code, out, _ = run([*base, "--engine", engine, *extra], capsys)
+        assert code == 0
+        data = json.loads(out)
+        got[(engine, *extra)] = (data["margin_bytes"], data["devices"][0]["budget_bytes"])
+    share = 24564 * MiB * 92 // 100  # vLLM's share of a 4090, by hand
+    assert got[("vllm",)] == (1024 * MiB, share - 1024 * MiB)
+    assert got[("vllm", "--margin", "0")] == (0, share)
+    assert got[("vllm", "--margin", "512MiB")] == (512 * MiB, share - 512 * MiB)
+    assert got[("llama.cpp",)] == (0, 24564 * MiB - 1024 * MiB)  # llama.cpp's own fit margin, nothing added
+    code, out, _ = run(["fit", t, "--machine", "rtx-4090", "--engine", "vllm"], capsys)
+    assert code == 0 and "1.00 GiB safety margin (--margin)" in out and "past the 1.00 GiB safety margin" in out

@@ -199,11 +199,16 @@ def _hf_repo_is_gguf(value: str, ref: str) -> bool:
 @pytest.mark.parametrize("case", sorted(CASES))
 def test_llamacpp_flags_exist_and_draft_is_enabled(case):
     x, out = CASES[case], render(LLAMACPP, case)
-    assert set(out) <= {"command", "note"}  # one command: no second spelling
+    assert set(out) <= {"convert", "command", "note"}  # one command (after its convert steps): no second spelling
     argv = shlex.split(out["command"])
     assert argv[0] == "llama-server"
     assert not set(argv) & set(LLAMACPP_REMOVED), f"removed flag in {out['command']}"
     opts = parse(argv[1:], LLAMACPP_FLAGS)
+    # runnable as printed: every file it loads is one the user gave or one the convert steps write
+    written = [_written(step) for step in out.get("convert", "").split(" && ") if step]
+    for flag in ("-m", "-md"):
+        if flag in opts and opts[flag] not in (x.target, x.draft):
+            assert opts[flag] in written, (flag, opts[flag], out.get("convert"))
     b = max(x.batch, 1)
     assert opts["-c"] == str(x.context * b) and opts["-ngl"] == str(x.gpu_layers or 99)
     assert opts.get("--n-cpu-moe") == (str(x.cpu_moe_layers) if x.cpu_moe_layers else None)
@@ -230,11 +235,26 @@ def test_llamacpp_flags_exist_and_draft_is_enabled(case):
         assert opts["-md"].endswith(".gguf")
 
 
-def test_llamacpp_safetensors_repos_get_placeholders_not_hf():
+def _written(step: str) -> str:
+    """The file one convert step writes: convert_hf_to_gguf.py's --outfile, llama-quantize's second path."""
+    argv = shlex.split(step)
+    if argv[0] == "llama-quantize":
+        return argv[2]
+    assert argv[:2] == ["python", "convert_hf_to_gguf.py"], step
+    return argv[argv.index("--outfile") + 1]
+
+
+def test_llamacpp_safetensors_repos_get_convert_steps_not_hf():
     out = render(LLAMACPP, "draft-tp2-batch4-q8")  # weights sized as q4_k
     opts = parse(shlex.split(out["command"])[1:], LLAMACPP_FLAGS)
     assert (opts["-m"], opts["-md"]) == ("Qwen2.5-7B-Instruct-Q4_K_M.gguf", "Qwen2.5-0.5B-Instruct-Q4_K_M.gguf")
-    assert out["note"].count("convert or download a GGUF: llama.cpp does not run safetensors repos") == 2
+    # Q4_K_M is no --outtype of convert_hf_to_gguf.py: F16 first, then llama-quantize to the planned type
+    steps = [shlex.split(c) for c in out["convert"].split(" && ")]
+    assert steps[0] == ["python", "convert_hf_to_gguf.py", "--remote", "Qwen/Qwen2.5-7B-Instruct", "--outtype",
+                        "f16", "--outfile", "Qwen2.5-7B-Instruct-F16.gguf"]
+    assert steps[1] == ["llama-quantize", "Qwen2.5-7B-Instruct-F16.gguf", "Qwen2.5-7B-Instruct-Q4_K_M.gguf", "Q4_K_M"]
+    assert [_written(" ".join(st)) for st in steps][1::2] == [opts["-m"], opts["-md"]]
+    assert out["note"].count("convert or download a GGUF: llama.cpp does not run safetensors repos") == 1
     assert "size the draft from the target's context" in out["note"]  # draft_context 2048 != 4096
     repos = parse(shlex.split(render(LLAMACPP, "draft-gguf-repos")["command"])[1:], LLAMACPP_FLAGS)
     assert repos["-hf"] == "bartowski/Qwen2.5-7B-Instruct-GGUF:Q4_K_M"  # the draft has its own quant

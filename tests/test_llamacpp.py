@@ -133,7 +133,14 @@ def test_launch_model_refs_gguf_repo_and_safetensors_placeholder():
     assert out["command"].startswith("llama-server -m Qwen2.5-7B-Instruct-F16.gguf -c 4096 -ngl 99 "
                                      "-md Qwen2.5-0.5B-Instruct-F16.gguf -ngld 99 --spec-type draft-simple")
     assert "-hf" not in out["command"]
-    assert out["note"].count("convert or download a GGUF: llama.cpp does not run safetensors repos") == 2
+    # the files are what the convert steps write (F16: convert_hf_to_gguf.py writes it directly)
+    assert out["convert"] == ("python convert_hf_to_gguf.py --remote Qwen/Qwen2.5-7B-Instruct --outtype f16 "
+                              "--outfile Qwen2.5-7B-Instruct-F16.gguf && python convert_hf_to_gguf.py --remote "
+                              "Qwen/Qwen2.5-0.5B-Instruct --outtype f16 --outfile Qwen2.5-0.5B-Instruct-F16.gguf")
+    assert out["note"].count("convert or download a GGUF: llama.cpp does not run safetensors repos") == 1
+    q8 = cmd("./my-model", quant="q8_0")  # a local folder: converted from the folder, Q8_0 by the converter
+    assert q8["convert"] == "python convert_hf_to_gguf.py ./my-model --outtype q8_0 --outfile my-model-Q8_0.gguf"
+    assert q8["command"].startswith("llama-server -m my-model-Q8_0.gguf ")
     assert cmd("Qwen/Qwen2.5-7B-Instruct", quant="Q4_K_M")["command"].startswith(
         "llama-server -m Qwen2.5-7B-Instruct-Q4_K_M.gguf ")
     # a KV type llama.cpp has no cache type for is left out, and said so

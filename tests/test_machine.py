@@ -261,7 +261,7 @@ def test_cli_machines(capsys, host):
     code, out, _ = run(["machines", "show", "h200", "--json"], capsys)
     data = json.loads(out)
     assert code == 0 and data["memory_bytes"] == 143771 * MiB and data["sources"]["bandwidth"]
-    code, out, _ = run(["machines", "show", "h200"], capsys)
+    code, out, _ = run(["machines", "show", "h200", "-v"], capsys)  # the citations behind -v
     assert code == 0 and "source (flops)" in out
     code, _, err = run(["machines", "show", "nope"], capsys)
     assert code == 2 and err.startswith("error: Cannot find machine 'nope'")

@@ -152,10 +152,11 @@ def test_parse_params():
 def test_targets_file_and_fleet_file(tmp_path, capsys):
     (tmp_path / "targets.txt").write_text("# what we serve\nllama-3.1-8b-instruct\n\nqwen2.5-7b-instruct  # chat\n")
     (tmp_path / "fleet.txt").write_text("rtx-4090\nh100-sxm\n")
-    doc = report_json(["--targets", str(tmp_path / "targets.txt"), "--fleet", str(tmp_path / "fleet.txt")], capsys)
+    doc = report_json(["--targets", str(tmp_path / "targets.txt"), "--fleet", str(tmp_path / "fleet.txt"),
+                       "--best-by", "speed"], capsys)
     assert [m["name"] for m in doc["machines"]] == ["rtx-4090", "h100-sxm"]
     assert len(doc["rows"]) == 4 and {r["machine"] for r in doc["rows"]} == {"rtx-4090", "h100-sxm"}
-    # where each target should live: the faster of the two (both fit as stored)
+    # where each target should live by speed: the faster of the two (both fit as stored)
     for tid, best in doc["best_machine"].items():
         rows = {r["machine"]: r for r in doc["rows"] if r["target"] == tid}
         assert best == max(rows, key=lambda n: rows[n]["tokens_per_s"])
@@ -343,7 +344,7 @@ def test_profile_prices_its_target_on_the_detected_machine(cpu_host, tmp_path, c
 # --- bad input -----------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("args, needle", [
-    (["--machine", "rtx-4090"], "Missing option '--out'"),
+    (["--machine", "rtx-4090", "--best-by", "fastest"], "Cannot use --best-by fastest"),
     (["--machine", "rtx-4090", "--json", "--draft", "llama-3.2-1b"], "Cannot use --draft without a TARGET"),
     (["--machine", "rtx-4090", "--json", "--max-params", "huge"], "expected a parameter count"),
     (["--machine", "rtx-4090", "--json", "--family", "nonesuch"], "no target is left"),

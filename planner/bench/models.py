@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ..core import paths
+from ..core.constants import REAL_EXTRA_HINT
 from ..core.errors import IncompatiblePair, ModelNotFound, SourceError, UsageError
 from ..probe import require_torch
 from ..probe.acceptance import MAX_PROMPT_TOKENS, Prompt
@@ -99,7 +100,7 @@ def load_model(ref: str, *, device: str, dtype: str = "F32", tokenizer: bool = T
         from transformers.utils import logging as hf_logging
     except ImportError as e:
         raise UsageError("Cannot run the bench: transformers is not installed (expected it with torch). "
-                         "Install it with 'pip install spec-planner[real]'.") from e
+                         f"Install all it needs at once: '{REAL_EXTRA_HINT}'.") from e
     hf_logging.disable_progress_bar()
     torch_dtype = {"F32": torch.float32, "BF16": torch.bfloat16, "F16": torch.float16}[dtype]
     if p.suffix == ".gguf":

@@ -22,6 +22,7 @@ from ..plan import fleet as F
 from ..plan import recommend as P
 from ..render import fleet as R
 from ..render import html
+from ..render.fleet_text import report_text
 from ..speed.profile_file import load_profile
 from ._common import emit, say, warn
 
@@ -48,6 +49,7 @@ class MachineReport:
     family: str | None
     max_params: str | None
     jobs: int = 1
+    best_by: str = "smallest"
 
 
 def _targets(r: MachineReport) -> list[F.Target]:
@@ -96,11 +98,10 @@ def machine_report(r: MachineReport, *, out: str | None, plots: bool, as_json: b
     """Build every machine's rows, write the report file (when --out) and print JSON or a summary.
 
     Raises:
-        UsageError: no --out and no --json, or a flag value that cannot be used; PlannerError: a
-            model or machine that cannot be read.
+        UsageError: a flag value that cannot be used; PlannerError: a model or machine that cannot be read.
     """
-    if out is None and not as_json:
-        raise UsageError("Missing option '--out': write the report to FILE.html or FILE.md, or print it with --json.")
+    if r.best_by not in F.BEST_BY:
+        raise UsageError(f"Cannot use --best-by {r.best_by}: expected one of {', '.join(F.BEST_BY)}.")
     machines = [get_machine(ref) for ref in (r.machines or ["auto"])]
     machines = list({repr(m): m for m in machines}.values())  # two spellings of one machine: planned once
     opts = _options(r, machines)
@@ -118,7 +119,7 @@ def machine_report(r: MachineReport, *, out: str | None, plots: bool, as_json: b
         parts = [R.machine_part(i, m, rows, plots=plots, context=opts.context, batch=opts.batch)
                  for i, (m, rows) in enumerate(per_machine, start=1)]
         if len(per_machine) > 1:
-            parts.insert(0, R.fleet_part(per_machine))
+            parts.insert(0, R.fleet_part(per_machine, r.best_by))
         subtitle = (f"spec-planner {__version__}; machine first: {len(targets)} target(s) x {len(machines)} "
                     f"machine(s) at context {opts.context:,} x batch {opts.batch}. Speeds are roofline bounds from "
                     f"each machine's figures (labelled measured or catalogued) unless a profile measured them.")
@@ -127,7 +128,9 @@ def machine_report(r: MachineReport, *, out: str | None, plots: bool, as_json: b
     else:
         written = []
     if as_json:
-        emit(R.report_json(per_machine, context=opts.context, batch=opts.batch))
+        emit(R.report_json(per_machine, context=opts.context, batch=opts.batch, by=r.best_by))
+    elif out is None:  # no file: the report itself, in the terminal
+        say(report_text(per_machine, [_summary(rows) for _, rows in per_machine], r.best_by))
     else:
         for m, rows in per_machine:
             say(f"{m.name}: {_summary(rows)}")

@@ -45,6 +45,9 @@ WeightsDtypeOpt = Annotated[str | None, typer.Option(
 GroupSizeOpt = Annotated[int, typer.Option("--group-size", help="Quantisation group size (int4, fp8 blocks).",
                                            min=1, max=1 << 20)]
 OverheadOpt = Annotated[str | None, typer.Option("--overhead", help="Runtime overhead per device, e.g. 1GiB.")]
+MarginOpt = Annotated[str | None, typer.Option("--margin", help="Safety margin left free on each device, e.g. "
+                                                                "512MiB or 0 (default: 1 GiB, what llama.cpp's "
+                                                                "own fit leaves, less the engine's own margin).")]
 
 # --- machine and layout --------------------------------------------------------------------------
 MachineOpt = Annotated[str | None, typer.Option(
@@ -94,6 +97,8 @@ DeploymentOpt = Annotated[list[str] | None, typer.Option("--deployment", help="O
 # --- output --------------------------------------------------------------------------------------
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable schema, bytes as integers).")]
 WideOpt = Annotated[bool, typer.Option("--wide", help="Print every line whole: no wrapped or trimmed columns.")]
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Also print where each figure came from "
+                                                                  "(citations, full URLs).")]
 
 # --- scale ---------------------------------------------------------------------------------------
 JobsOpt = Annotated[int, typer.Option("--jobs", "-j", min=0, max=256,

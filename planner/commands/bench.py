@@ -13,12 +13,15 @@ from ..bench.methods import EarlyExitStepper, NgramStepper, generate_speedup
 from ..bench.models import check_memory, check_model, encode_prompts, load_model
 from ..bench.runner import BenchResult, bench_clock, choose_k, result_json, run_pair
 from ..core.constants import DEFAULT_MAX_K
-from ..core.errors import UsageError
+from ..core.errors import IncompatiblePair, PlannerError, UsageError
 from ..core.fmt import tabulate
+from ..pairing import pair as pairing
 from ..probe.acceptance import Prompt, load_prompts
 from ..probe.device import cpu_threads, resolve_device
 from ..probe.settings import check_threads
 from ..probe.timing import sync as device_sync
+from ..sources import load_spec
+from ..sources.tokenizer import fingerprint_for
 from ._bench_endpoint import LLAMA, bench_endpoint
 from ._common import app, emit, say, warn
 from ._options import JsonOpt, MachineOpt
@@ -138,6 +141,8 @@ def bench(
     # every input checked before either model loads
     checked = [check_model(ref, tokenizer=need_tok) for ref in ((target, draft) if draft else (target,))]
     check_memory(checked, device=dev, dtype=dt)
+    if draft and method == "draft_model":
+        _pair_first(target, draft)
     with cpu_threads(threads):
         res = _run(target, draft, dev=dev, dt=dt, k=kk, tokens=tokens, prompts=plist, max_prompts=max_prompts,
                    repeats=repeats, temperature=temperature, clock=clock_fn, tokenizer=need_tok, method=method,
@@ -148,6 +153,24 @@ def bench(
         say(bench_text(res))
     ok = res.measured_speedup > 1.0 and res.greedy_identical is not False
     raise typer.Exit(0 if ok else 1)
+
+
+def _pair_first(target: str, draft: str) -> None:
+    """The pair's tokenizers compared from their files (as `planner pair` does, about a second) before
+    any model loads: a mismatch was once reported after both loaded and a prompt ran (89 s, #31 item 10).
+
+    Raises:
+        IncompatiblePair: the tokenizers differ (plain speculative decoding needs a shared one).
+    """
+    try:
+        t, d = load_spec(target), load_spec(draft)
+        report = pairing.pair(t, d, target_tokenizer=fingerprint_for(t), draft_tokenizer=fingerprint_for(d))
+    except PlannerError:  # a file the planner's readers cannot read: the loader names the problem, as before
+        return
+    if report.same_tokenizer is False:
+        raise IncompatiblePair(f"Cannot bench this pair: the tokenizers differ ({'; '.join(report.differences)}). "
+                               f"Plain speculative decoding needs a shared tokenizer; see 'planner pair'.",
+                               list(report.differences))
 
 
 def _k(k: str) -> int | None:

@@ -15,11 +15,12 @@ from ..plan import check as C
 from ..plan.check import FAIL, PASS, SKIP
 from ..plan.policy import load_policy
 from ..render import github as gh
+from ..render import width
 from ..render.check_values import format_value
 from ..render.junit import Case
 from ..render.junit import render as render_junit
 from ._common import app, emit, say, split_values, warn
-from ._options import ConfigOpt, DeploymentOpt, EngineVersionOpt, JobsOpt, JsonOpt
+from ._options import ConfigOpt, DeploymentOpt, EngineVersionOpt, JobsOpt, JsonOpt, WideOpt
 
 JunitOpt = Annotated[str | None, typer.Option("--junit", help="Also write JUnit XML here (one test case per "
                                                               "deployment x machine x requirement).")]
@@ -67,15 +68,30 @@ def assessment_json(a: Any) -> dict[str, Any]:
     }
 
 
+HEADERS = ["deployment", "machine", "requirement", "result", "value", "required", "detail"]
+
+
 def check_table(report: Any) -> str:
-    """deployment x machine x requirement, with the value, the bound and why; then a summary line."""
+    """deployment x machine x requirement, with the value, the bound and why; then a summary line.
+
+    Why two layouts: the detail column alone is 72 columns, so on a terminal narrower than the whole table
+    the table drops it and the detail of each requirement that did not pass follows as wrapped prose (a
+    pass's detail is in --wide and --json)."""
     rows = [[r.deployment, r.machine, r.requirement, STATUS_TEXT[r.status], format_value(r.requirement, r.value),
              format_value(r.requirement, r.bound), r.message] for r in report.results]
-    table = tabulate(rows, headers=["deployment", "machine", "requirement", "result", "value", "required", "detail"],
-                     tablefmt="simple", disable_numparse=True, maxcolwidths=[None] * 6 + [DETAIL_WIDTH])
     verdict = "PASSED" if report.passed else "FAILED"
-    return (f"{table}\n\n{verdict}: {report.count(PASS)} passed, {report.count(FAIL)} failed, "
-            f"{report.count(SKIP)} skipped ({report.policy})")
+    summary = (f"{verdict}: {report.count(PASS)} passed, {report.count(FAIL)} failed, "
+               f"{report.count(SKIP)} skipped ({report.policy})")
+    table = tabulate(rows, headers=HEADERS, tablefmt="simple", disable_numparse=True,
+                     maxcolwidths=[None] * 6 + [None if width.is_wide() else DETAIL_WIDTH])
+    if width.fits(table):
+        return f"{table}\n\n{summary}"
+    short = width.table([r[:6] for r in rows], HEADERS[:6])
+    why = [x for r in report.results if r.status != PASS
+           for x in width.wrap(f"{STATUS_TEXT[r.status]} {r.deployment} on {r.machine}, {r.requirement}: "
+                               f"{r.message or '-'}")]
+    return "\n".join([short, *(["", *why] if why else []), "", *width.wrap(summary),
+                      *width.wrap("(the detail of every row: --wide or --json)")])
 
 
 def junit_cases(report: Any) -> list[Any]:
@@ -92,6 +108,7 @@ def check(
     jobs: JobsOpt = 1,
     as_json: JsonOpt = False,
     engine_version: EngineVersionOpt = None,
+    wide: WideOpt = False,
 ) -> None:
     """Judge every deployment in the policy on every machine against its requirements (a CI gate).
 
@@ -105,6 +122,7 @@ def check(
       planner check --machine h100-sxm --machine rtx-4090 --json
     """
     built = versions.parse(engine_version, None)  # the llama.cpp build the speed checks price (before any file)
+    width.set_wide(wide)
     policy = load_policy(config)
     if policy.found_above:  # the first line of the log says which file gates, before any result
         warn(f"the policy that gates this run is '{policy.path}', found in a parent folder (the search stops at "

@@ -9,7 +9,7 @@ from typing import Annotated, Any
 import typer
 
 from .. import engines
-from ..core.constants import DEFAULT_CONTEXT
+from ..core.constants import DEFAULT_CONTEXT, DEFAULT_FIT_MARGIN_BYTES
 from ..core.errors import PlannerError
 from ..core.fmt import fmt_bytes
 from ..core.units import parse_bytes, parse_tokens
@@ -37,6 +37,7 @@ from ._options import (
     JsonOpt,
     KvDtypeOpt,
     MachineOpt,
+    MarginOpt,
     MethodOpt,
     ModelArg,
     OverheadOpt,
@@ -98,7 +99,9 @@ def combination_launch(c: Any, target_ref: str, method: Any) -> dict[str, str]:
         x = replace(x, **fields)
     out = engines.launch(s.engine, x)
     if method is not None:
-        out["note"] = " ".join(filter(None, [out.get("note"), f"K={FIT_LAUNCH_K}: planner recommend chooses K."]))
+        # joined as with_notes joins an engine's notes ("; "): "...at load K=3: ..." once read as one sentence
+        out["note"] = "; ".join(filter(None, [out.get("note"), f"K={FIT_LAUNCH_K} here: planner recommend "
+                                                               f"chooses K"]))
     return out
 
 
@@ -138,6 +141,7 @@ def fit_json(r, warnings: list[str], launch: dict[str, str] | None = None) -> di
             "max_context_limit": r.max_context_limit, "max_batch": r.max_batch,
             "context": p.settings.context, "batch": p.settings.batch, "engine": p.settings.engine,
             "tp": p.layout.tp, "pp": p.layout.pp, "draft_device": p.layout.draft_device,
+            "margin_bytes": p.margin_bytes,  # the safety margin each budget leaves past the engine's (--margin)
             "machine": describe(p.machine), "devices": devices, "dominant": r.dominant,
             "suggestions": [{"change": s.change, "headroom_bytes": s.headroom_bytes, "kind": s.kind,
                              "value": s.value, "fits": s.fits} for s in r.suggestions],
@@ -156,16 +160,18 @@ def combinations_text(r: Any, launch: dict[str, str] | None) -> list[str]:
         return ["", "no combination of the changes planner tries fits (weights, KV, utilisation, context, tp/pp"
                     ", offload)"]
     best = r.combinations[0]
-    lines = ["", "cheapest combination that fits (ranked by quality, then context kept, then speed):",
+    lines = ["", *wrap("cheapest combination that fits (by quality, then context kept, then speed):"),
              "  " + " + ".join(what for what, _ in best.changes),
              "  flags: " + " ".join(f for _, f in best.changes),
-             f"  headroom {fmt_bytes(best.headroom_bytes)} on the tightest device"
+             f"  headroom {fmt_bytes(best.headroom_bytes)} on the tightest device{_past_margin(r.problem)}"
              + (f"; host RAM {fmt_bytes(best.host_bytes)}" if best.host_bytes else ""),
              *wrap(f"decode time {_speed(best)} of the plan as asked ({best.speed_source})" if best.speed_factor
                    is not None else f"decode time: {best.speed_source}", indent="  ")]
     for key, value in (launch or {}).items():
         if key == "command":
             lines += command_lines(value, indent="  ", head="command: ")
+        elif key == "convert":  # steps run in order before the command: one pasteable command each
+            lines += ["  convert:", *(x for step in value.split(" && ") for x in command_lines(step, indent="    "))]
         elif "\n" in value:  # a Python snippet: its own lines
             lines += [f"  {key}:", *(x for line in value.splitlines() for x in python_lines(line, indent="    "))]
         else:
@@ -183,6 +189,11 @@ def combinations_text(r: Any, launch: dict[str, str] | None) -> list[str]:
     return lines
 
 
+def _past_margin(p: Any) -> str:
+    """Headroom is counted past the safety margin (--margin): say so where it is printed."""
+    return f" (past the {fmt_bytes(p.margin_bytes)} safety margin)" if p.margin_bytes else ""
+
+
 def fit_table(r, launch: dict[str, str] | None = None) -> str:
     p = r.problem
     rows = []
@@ -197,10 +208,10 @@ def fit_table(r, launch: dict[str, str] | None = None) -> str:
                      fmt_bytes(d.headroom_bytes)])
     head = ["device", "budget", "weights", "KV cache", "activations", "overhead", "used", "headroom"]
     lay = p.layout
-    lines = [f"machine: {p.machine.display_name} ({p.machine.origin}), engine {p.settings.engine}, "
-             f"tp {lay.tp} x pp {lay.pp}" + (f", draft on device {lay.draft_device}" if lay.draft_device is not None
-                                              else ""),
-             width.table(rows, head, shrink=(0,)), ""]
+    lines = [*wrap(f"machine: {p.machine.display_name} ({p.machine.origin}), engine {p.settings.engine}, "
+                   f"tp {lay.tp} x pp {lay.pp}" + (f", draft on device {lay.draft_device}"
+                                                    if lay.draft_device is not None else "")),
+             width.table(rows, head, shrink=(0,), drop=(6,)), ""]  # used = budget - headroom: --wide  # used = budget - headroom: --wide
     if lay.gpu_layers is not None or lay.cpu_moe_layers:
         t, src = searchmod.decode_seconds(p)
         t_gpu, _ = searchmod.decode_seconds(replace(p, layout=replace(lay, gpu_layers=None, cpu_moe_layers=0)))
@@ -208,8 +219,8 @@ def fit_table(r, launch: dict[str, str] | None = None) -> str:
         lines[-1:-1] = wrap(f"host RAM: {fmt_bytes(sum(d.host_bytes for d in r.devices))} (input embedding, "
                             f"offloaded layers' weights and KV); {speed}")
     verdict = "FITS" if r.fits else "DOES NOT FIT"
-    lines.append(f"{verdict} at {p.settings.context:,} tokens x {p.settings.batch}: headroom "
-                 f"{fmt_bytes(r.headroom_bytes)} on the tightest device")
+    lines += wrap(f"{verdict} at {p.settings.context:,} tokens x {p.settings.batch}: headroom "
+                  f"{fmt_bytes(r.headroom_bytes)} on the tightest device{_past_margin(p)}")
     dom = r.dominant
     lines.append(f"largest term: {dom['role']} {dom['term']} {fmt_bytes(dom['bytes'])} "
                  f"({dom['share']:.0%} of device {dom['device']})")
@@ -217,7 +228,7 @@ def fit_table(r, launch: dict[str, str] | None = None) -> str:
     lines.append(f"largest context at batch {p.settings.batch}: {r.max_context:,} tokens{limit}")
     lines.append(f"largest batch at {p.settings.context:,} tokens: {r.max_batch:,}")
     budgets = {d.budget.source for d in r.devices}
-    lines.append("budget: " + "; ".join(sorted(budgets)))
+    lines += wrap("budget: " + "; ".join(sorted(budgets)))
     if r.suggestions:
         lines.append("")
         lines.append(width.table([[s.change, fmt_bytes(s.headroom_bytes), "yes" if s.fits else "no"]
@@ -249,10 +260,14 @@ def fit(
     group_size: GroupSizeOpt = 128,
     revision: RevisionOpt = None,
     overhead: OverheadOpt = None,
+    margin: MarginOpt = None,
     as_json: JsonOpt = False,
     wide: WideOpt = False,
 ) -> None:
     """Does TARGET (+ --draft) fit the machine? Per-device ledger, largest context and batch, fixes.
+
+    Each device keeps a safety margin free (--margin; default 1 GiB, what llama.cpp's own fit leaves, less
+    the engine's own margin), so a combination cut to the byte still starts when an estimate is a little off.
 
     Exit code 0 when it fits, 1 when it does not, 2 on bad input.
 
@@ -278,8 +293,10 @@ def fit(
     layout = replace(default_layout(m.n_devices, settings.resolved_engine, tp, pp, draft_device), gpu_layers=gpu_layers,
                      cpu_moe_layers=n_cpu_moe)
     warnings = [f"{s.id}: {w}" for s in (tspec, dspec) if s for w in s.warnings]
+    own = engines.get(settings.engine).device_margin_bytes
+    safety = parse_bytes(margin, what="--margin") if margin else max(DEFAULT_FIT_MARGIN_BYTES - own, 0)
     problem = fitmod.Problem(target=tspec, machine=m, settings=settings, layout=layout, draft=dspec,
-                             utilization=utilization)
+                             utilization=utilization, margin_bytes=safety)
     result = verdictmod.fit(problem, smaller_drafts=_smaller_drafts(dspec))
     ref = target if Path(target).expanduser().exists() else tspec.id  # commands name the model, not our alias
     launch = combination_launch(result.combinations[0], ref, method) if result.combinations else None

@@ -14,7 +14,7 @@ from ..fits.machine_lookup import get_machine
 from ..fits.machine_profile import save as save_profile
 from ..render import width
 from ._common import app, emit, say
-from ._options import JsonOpt, WideOpt
+from ._options import JsonOpt, VerboseOpt, WideOpt
 
 machines_app = typer.Typer(no_args_is_help=True, help="Machines: the bundled catalog and detection of this host.")
 app.add_typer(machines_app, name="machines")
@@ -43,19 +43,22 @@ def list_cmd(as_json: JsonOpt = False, wide: WideOpt = False) -> None:
     rows = [[e["name"], e["kind"], f"{e['devices']} x {fmt_bytes(e['memory_bytes'])}",
              f"{e['bandwidth_bytes_per_s'] / 1e9:.0f}", _flops(e["peak_flops"]["bf16"]),
              _flops(e["peak_flops"]["fp16"]), e["display_name"]] for e in entries.values()]
+    # fp16 TF (the bf16 figure but on Pascal) is the first to go on a narrow terminal; --wide keeps it
     say(width.table(rows, ["name", "kind", "memory", "GB/s", "bf16 TF", "fp16 TF", "machine"], shrink=(6,),
-                           floor=20))
+                    floor=16, drop=(5,)))
 
 
 @machines_app.command("show")
-def show_cmd(name: NameArg, as_json: JsonOpt = False) -> None:
+def show_cmd(name: NameArg, as_json: JsonOpt = False, wide: WideOpt = False, verbose: VerboseOpt = False) -> None:
     """One machine with every figure and its source.
 
     \b
     Examples:
       planner machines show h100-sxm
+      planner machines show h100-sxm -v
       planner machines show ./my-box.json --json
     """
+    width.set_wide(wide)
     m = get_machine(name)
     data = describe(m)
     if as_json:
@@ -71,9 +74,12 @@ def show_cmd(name: NameArg, as_json: JsonOpt = False) -> None:
         kind = f" ({m.memory_type.upper()})" if m.memory_type else ""
         lines.append(f"bandwidth: {m.bandwidth_bytes_per_s / 1e9:,.1f} GB/s{kind}")
     lines.append("peak dense FLOP/s: " + ", ".join(f"{k} {_flops(v)} T" for k, v in m.peak_flops.items()))
-    lines += [f"source ({k}): {v}" for k, v in m.sources.items()]
+    if verbose:  # the citations (URLs past 80 columns among them) on request: one screen by default
+        lines += [f"source ({k}): {v}" for k, v in m.sources.items()]
+    elif m.sources:
+        lines.append(f"sources: {', '.join(m.sources)} (each with its citation: -v or --json)")
     lines += [f"note: {n}" for n in m.notes]
-    say("\n".join(lines))
+    say("\n".join(x for line in lines for x in width.wrap(line)))  # long sources wrap; --wide: whole
 
 
 SaveOpt = Annotated[bool, typer.Option(

@@ -67,7 +67,7 @@ def render(report, engines: tuple[str, ...]) -> str:
             for e in engines for v in (report.verdicts[e],)]
     lines = [f"target: {report.target}", f"draft:  {report.draft}", "",
              width.table(rows, ["engine", "compatible", "failed rule", "fallback", "confidence"], shrink=(3, 2),
-                         floor=20), ""]
+                         floor=16, max_word=20), ""]
     for e in engines:
         lines += wrap(f"{e}: {report.verdicts[e].detail}")
     same = {True: "yes", False: "no", None: "unknown"}[report.same_tokenizer]

@@ -451,7 +451,7 @@ def recommendation_text(rec: Any, machine_label: str | None = None, show_all: bo
     rows, left = plan_rows(rec.plans, None if show_all else SHOWN_PLANS)
     if rows:
         lines.append(width.table(rows, ["draft / method", "KV", "K", "speed-up (range)", "verdict", "fits", "headroom",
-                                        "runs", "alpha"], shrink=(0, 3, 6), floor=10))
+                                        "runs", "alpha"], shrink=(0, 3, 6), floor=7, hyphens=True))
         if left:
             lines.append(f"({left} more plan{'s' if left > 1 else ''}: --all)")
         lines += wrap(f"costs: {rec.plans[0].costs_source}; acceptance: {rec.plans[0].acceptance.source}"
@@ -479,6 +479,8 @@ def recommendation_text(rec: Any, machine_label: str | None = None, show_all: bo
         text = str(value)
         if key == "command":
             lines += command_lines(text, indent="  ")
+        elif key == "convert":  # steps run in order before the command: one pasteable command each
+            lines += [x for step in text.split(" && ") for x in command_lines(step, indent="  ")]
         elif key == "python":
             lines += [x for line in text.splitlines() for x in python_lines(line, indent="  ")]
         else:

@@ -61,6 +61,10 @@ FleetOpt = Annotated[str | None, typer.Option("--fleet", help="No TARGET: a FILE
                                                               "names, JSON files, auto), added to --machine.")]
 MinSpeedupOpt = Annotated[float | None, typer.Option("--min-speedup", help="No TARGET: only rows whose best plan "
                                                                            "predicts at least this speed-up.", min=0)]
+BestByOpt = Annotated[str, typer.Option("--best-by", help="No TARGET, several machines: the best machine per "
+                                                         "target is the smallest that meets the requirement "
+                                                         "(smallest), the fastest (speed), or the fastest per "
+                                                         "device (speed-per-gpu).")]
 FamilyOpt = Annotated[str | None, typer.Option("--family", help="No TARGET: only these lineages (comma-separated; "
                                                                 "a prefix matches: qwen keeps qwen2.5 and qwen3).")]
 MaxParamsOpt = Annotated[str | None, typer.Option("--max-params", help="No TARGET: only models with at most this "
@@ -133,6 +137,7 @@ def report(
     family: FamilyOpt = None,
     max_params: MaxParamsOpt = None,
     jobs: JobsOpt = 1,
+    best_by: BestByOpt = "smallest",
     as_json: JsonOpt = False,
 ) -> None:
     """Write the fit report: per machine the memory ledger, pair verdicts, verify curve, speed-up vs K,
@@ -140,13 +145,16 @@ def report(
 
     With no TARGET, machine first: per machine one row per model (the catalog, or --targets) with fit,
     largest context, best plan, speed-up, tokens/s, verdict and launch command; several machines add a
-    targets x machines matrix. --json prints the same rows.
+    targets x machines matrix and each target's best machine (--best-by). Without --out the same rows
+    print as a table per machine; --json prints them whole.
 
     Exit code: 0 the report was written, 2 bad input. (Gate CI with 'planner check'.)
 
     \b
     Examples:
+      planner report --machine rtx-4090
       planner report --machine rtx-4090 --out here.html
+      planner report --machine rtx-4090 --machine h100-sxm --best-by speed-per-gpu
       planner report --machine auto --profile probe.json --family qwen --max-params 14B --out mine.md
       planner report --machine h100-sxm --machine rtx-4090 --machine m3-max-36gb --min-speedup 1.2 --json
       planner report --fleet machines.txt --jobs 4 --json > fleet.json
@@ -161,7 +169,7 @@ def report(
                              targets=split_values(targets), catalog=catalog, context=context, batch=batch,
                              engine=engine, kv_dtype=kv_dtype, utilization=utilization, temperature=temperature,
                              max_k=max_k, acceptance=acceptance, profile=profile, min_speedup=min_speedup,
-                             family=family, max_params=max_params, jobs=jobs)
+                             family=family, max_params=max_params, jobs=jobs, best_by=best_by)
         not_here = [flag for flag, v in (("--draft", draft), ("--k", k), ("--tp", tp), ("--pp", pp),
                                          ("--weights-dtype", weights_dtype), ("--deployment", deployment),
                                          ("--gpu-memory", gpu_memory), ("--gpus", gpus)) if v]

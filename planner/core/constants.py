@@ -107,6 +107,16 @@ DEFAULT_CONTEXT = 4096
 # Largest K (tokens drafted per round) searched when --max-k is not given: published optima sit at
 # K = 3-6 and the verify curve past 8 rarely pays (docs/speed.md).
 DEFAULT_MAX_K = 8
+# The CPU torch the README's Quick start and .ci/run install first: every "install torch" hint names it, since an
+# unpinned `pip install torch` pulls a multi-GB CUDA build (tests/test_newcomer_wording.py reads the README's pin)
+TORCH_PIN = "torch==2.13.0"
+# torch, transformers and accelerate in one hint (the `real` extra), torch pinned first: missing dependencies
+# were once named one at a time, each after the last was installed
+REAL_EXTRA_HINT = f"pip install {TORCH_PIN} && pip install 'spec-planner[real]'"
+# `planner fit`'s safety margin per device when --margin is not given: what llama.cpp's own fit leaves free on
+# each device (1024 MiB, common/fit.cpp), as the room the ledger's estimates may be off by. An engine whose
+# budget already leaves a margin (llama.cpp) gets only the part of it that its own does not cover.
+DEFAULT_FIT_MARGIN_BYTES = 1024 * MiB
 # With a confidence stop (llama.cpp --spec-draft-p-min) K is the most a round drafts: llama-server's own
 # n_max default (common/common.h common_params_speculative n_max = 16)
 ADAPTIVE_MAX_K = 16

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from pathlib import Path
 
+from .constants import TORCH_PIN
+
 
 def one_line(text: str) -> str:
     """`text` with every non-printable character escaped (`\\n`, `\\x1b`, `\\ud800`): one printable line.
@@ -108,4 +110,4 @@ class TorchUnavailable(PlannerError, ImportError):
     def __init__(self, what: str) -> None:
         super().__init__(
             f"Cannot run the {what}: torch is not installed. Install it with "
-            f"'pip install torch' (then 'pip install spec-planner[probe]').")
+            f"'pip install {TORCH_PIN}' (CPU build; then 'pip install spec-planner[probe]').")

@@ -59,7 +59,9 @@ def tabulate(rows: Any, headers: Any = (), **kwargs: Any) -> str:
     from tabulate import tabulate as _tabulate
 
     # Cells quote model names and file paths: a newline or escape in one must not forge a line of output.
-    rows = [[one_line(c) if isinstance(c, str) else c for c in row] for row in rows]
+    # (render/width.table escapes each cell itself first, then wraps it into lines: escaped=True.)
+    if not kwargs.pop("escaped", False):
+        rows = [[one_line(c) if isinstance(c, str) else c for c in row] for row in rows]
     headers = [one_line(h) if isinstance(h, str) else h for h in headers] if isinstance(headers, (list, tuple)) \
         else headers
     padding = kwargs.pop("min_padding", None)  # the header padding tabulate adds (its MIN_PADDING, 2); 0: none

@@ -237,23 +237,42 @@ def gguf_tag(quant: str | None) -> str | None:
     return key.upper() if _GGUF_TAG.match(key.upper()) else None
 
 
-def _model_ref(ref: str, tag: str, *, draft: bool) -> tuple[str, str | None]:
-    """(flags, note) naming one model: a .gguf path -> -m/-md; a GGUF repo -> -hf/-hfd repo:QUANT
-    (arg.cpp:3060, :3975: the repo must hold .gguf files); anything else -> a placeholder .gguf path."""
-    role = "draft" if draft else "target"
+def _model_ref(ref: str, tag: str, *, draft: bool) -> tuple[str, list[str]]:
+    """(flags, convert steps) naming one model: a .gguf path -> -m/-md; a GGUF repo -> -hf/-hfd repo:QUANT
+    (arg.cpp:3060, :3975: the repo must hold .gguf files); a safetensors repo or folder -> the .gguf file
+    its convert steps write (convert_steps), so the command runs as printed after them."""
     if ref.endswith(".gguf"):
-        return f"{'-md' if draft else '-m'} {quote(ref)}", None
+        return f"{'-md' if draft else '-m'} {quote(ref)}", []
     local = ref.startswith((".", "/", "~")) or not _HUB_ID.match(ref)
     repo, _, given = ref.partition(":") if not local else (ref, "", "")
     if not local and (given or repo.upper().endswith("-GGUF")):
-        return f"{'-hfd' if draft else '-hf'} {quote(f'{repo}:{given or tag}')}", None
-    name = ref.rstrip("/").rsplit("/", 1)[-1] or role
-    placeholder = f"{name}-{tag}.gguf"
-    how = (f"convert_hf_to_gguf.py --outtype {tag.lower()}" if tag in ("F16", "BF16", "F32")
-           else f"convert_hf_to_gguf.py, then llama-quantize to {tag}")
-    return (f"{'-md' if draft else '-m'} {quote(placeholder)}",
-            f"{role} '{ref}' is not a GGUF file or GGUF repo: {SAFETENSORS_NOTE} ({placeholder} is a placeholder "
-            f"name: {how})")
+        return f"{'-hfd' if draft else '-hf'} {quote(f'{repo}:{given or tag}')}", []
+    name = ref.rstrip("/").rsplit("/", 1)[-1] or ("draft" if draft else "target")
+    out, steps = convert_steps(ref, name, tag, remote=not local)
+    return f"{'-md' if draft else '-m'} {quote(out)}", steps
+
+
+# Tags convert_hf_to_gguf.py writes itself (--outtype f32|f16|bf16|q8_0, convert_hf_to_gguf.py:60 parse_args);
+# any other (K-quants, Q4_0...) is llama-quantize's job from the F16 file
+CONVERT_OUTTYPES = ("F32", "F16", "BF16", "Q8_0")
+
+
+def convert_steps(ref: str, name: str, tag: str, *, remote: bool) -> tuple[str, list[str]]:
+    """The .gguf file a safetensors checkpoint becomes, and the commands that write it.
+
+    llama.cpp runs GGUF only. convert_hf_to_gguf.py (in a llama.cpp checkout) writes --outfile at --outtype
+    from a folder, or from a Hub repo id with --remote (its parse_args: `model`, "directory containing model
+    file or huggingface repository ID (if --remote)"); a type it cannot write is made by llama-quantize
+    from the F16 file (`llama-quantize model-f32.gguf [model-quant.gguf] type`, tools/quantize/quantize.cpp:123
+    @42ea59b; Q4_K_M, Q5_K_M, Q6_K... its QUANT_OPTIONS :23-62). File names: NAME-TAG.gguf, as GGUF repos
+    name theirs (bartowski/Qwen2.5-7B-Instruct-GGUF holds Qwen2.5-7B-Instruct-Q4_K_M.gguf)."""
+    src = f"--remote {quote(ref)}" if remote else quote(ref)
+    out = f"{name}-{tag}.gguf"
+    if tag in CONVERT_OUTTYPES:
+        return out, [f"python convert_hf_to_gguf.py {src} --outtype {tag.lower()} --outfile {quote(out)}"]
+    f16 = f"{name}-F16.gguf"
+    return out, [f"python convert_hf_to_gguf.py {src} --outtype f16 --outfile {quote(f16)}",
+                 f"llama-quantize {quote(f16)} {quote(out)} {tag}"]
 
 
 def _kv_flags(kv_dtype: str | None, k: str, v: str) -> tuple[str, str | None]:
@@ -269,8 +288,8 @@ def _kv_flags(kv_dtype: str | None, k: str, v: str) -> tuple[str, str | None]:
 def _draft_flags(x: LaunchInput, b: int) -> tuple[str, list[str]]:
     """The draft half of the command and its notes: -md/-hfd, its offload and KV type, drafting on."""
     tag = gguf_tag(x.draft_weights_quant or x.weights_quant) or UNSIZED_TAG
-    draft, note = _model_ref(x.draft or "", tag, draft=True)
-    notes = [note] if note else []
+    draft, _ = _model_ref(x.draft or "", tag, draft=True)  # its convert steps: launch() puts them first
+    notes: list[str] = []
     flags = (f" {draft} -ngld 99{_kv_flags(x.kv_dtype, '-ctkd', '-ctvd')[0]}"
              f" --spec-type {SPEC_TYPES[x.method]}{_draft_n(x.k, x.draft_p_min, x.draft_n_min)}")
     if x.method == EAGLE3:
@@ -300,8 +319,12 @@ def launch(x: LaunchInput) -> dict[str, str]:
     N layers in RAM (arg.cpp:2767-2773).
     """
     b = max(x.batch, 1)
-    target, note = _model_ref(x.target, gguf_tag(x.weights_quant) or UNSIZED_TAG, draft=False)
-    notes = [note] if note else []
+    target, steps = _model_ref(x.target, gguf_tag(x.weights_quant) or UNSIZED_TAG, draft=False)
+    if x.draft and x.method in (DRAFT_MODEL, EAGLE3):
+        tag = gguf_tag(x.draft_weights_quant or x.weights_quant) or UNSIZED_TAG
+        steps += [c for c in _model_ref(x.draft, tag, draft=True)[1] if c not in steps]
+    notes = [f"{SAFETENSORS_NOTE}: the convert step writes the .gguf files the command loads (run it in a "
+             f"llama.cpp checkout; llama-quantize is built with it)"] if steps else []
     for quant in dict.fromkeys(q for q in (x.weights_quant, x.draft_weights_quant) if q):
         if gguf_tag(quant) is None:
             notes.append(f"weights '{quant}' are not a GGUF type: the command names {UNSIZED_TAG} files")
@@ -324,7 +347,7 @@ def launch(x: LaunchInput) -> dict[str, str]:
                      "common/speculative.cpp:2286-2292): the GGUF must be converted with them")
     elif x.method == NGRAM:
         cmd += _ngram_flags(x.ngram_variant or SPEC_TYPES[NGRAM], x.ngram_max or NGRAM_SIZE_N, x.k)
-    return with_notes({"command": cmd}, notes)
+    return with_notes({**({"convert": " && ".join(steps)} if steps else {}), "command": cmd}, notes)
 
 
 # llama.cpp's n-gram drafters (--spec-type, common/speculative.cpp:42-46 @ 001d906; what each drafts:

@@ -107,9 +107,14 @@ def launch(x: LaunchInput) -> dict[str, str]:
         cmd += f" --tp-size {x.tp}"
     if x.pp > 1:
         cmd += f" --pp-size {x.pp}"
-    notes += vllm.weights_notes(x.weights_quant)
-    if x.weights_quant == "fp8":
-        cmd += " --quantization fp8"  # online quantisation (srt/arg_groups/choices.py:34)
+    online = online_quant(x.weights_quant)
+    notes += vllm.weights_notes(x.weights_quant, {x.weights_quant.lower(): online} if x.weights_quant and online
+                                else {})
+    if online:
+        cmd += " " + online
+        if "torchao" in online:
+            notes.append("torchao quantises 16-bit weights as they load: a checkpoint stored in another format "
+                         "(DeepSeek-V3's FP8) needs its BF16 form")
     if x.gpu_memory_utilization:
         cmd += f" --mem-fraction-static {x.gpu_memory_utilization}"
     kv = (x.kv_dtype or "auto").lower()
@@ -123,6 +128,21 @@ def launch(x: LaunchInput) -> dict[str, str]:
                      "another vocabulary (standalone_worker_v2.py:185-215)")
     out = {"command": cmd}
     return with_notes(out, notes)
+
+
+def online_quant(quant: str | None, group_size: int = 128) -> str | None:
+    """The flag that has SGLang quantise a 16-bit checkpoint at load to the format the ledger sized: fp8
+    (--quantization fp8, srt/arg_groups/choices.py:34); int8 and int4 weight-only through torchao
+    (--torchao-config int8wo | int4wo-{32,64,128,256}, docs/backend/quantization.md:77-86 @319fd8e: the
+    planner's int4 is weight-only with groups of 128); None: a checkpoint stored that way is needed."""
+    q = (quant or "").lower()
+    if q == "fp8":
+        return "--quantization fp8"
+    if q == "int8":
+        return "--torchao-config int8wo"
+    if q in ("int4", "w4a16") and group_size in (32, 64, 128, 256):
+        return f"--torchao-config int4wo-{group_size}"
+    return None
 
 
 # --speculative-algorithm per method (srt/speculative/spec_info.py:39-47; NEXTN is an alias of EAGLE,

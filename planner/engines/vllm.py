@@ -77,13 +77,24 @@ def pair_rule(t: Side, d: Side, same: bool | None) -> Verdict:
 KV_CACHE_DTYPES = ("fp8", "fp8_e4m3", "fp8_e5m2")
 
 
-def weights_notes(quant: str | None) -> list[str]:
-    """What a weights format the ledger sized needs at launch: fp8 is quantised at load
-    (--quantization fp8); other formats need a checkpoint stored that way."""
-    if quant is None or quant.lower() in ("fp8", "bf16", "f16", "fp16"):
+# Weights formats vLLM quantises a 16-bit checkpoint to at load, and the flag that asks for it: fp8
+# (--quantization fp8, model_executor/layers/quantization/__init__.py:18) and 4-bit NF4 through
+# bitsandbytes ("Append the following to your model arguments for 4bit inflight quantization:
+# --quantization bitsandbytes",
+# docs/features/quantization/bnb.md:37-58 @03c1ab5; the ledger sizes it as nf4, blocks of 64).
+ONLINE_QUANT = {"fp8": "--quantization fp8", "nf4": "--quantization bitsandbytes"}
+
+
+def weights_notes(quant: str | None, online: dict[str, str] | None = None) -> list[str]:
+    """What a weights format the ledger sized needs at launch: a format the engine quantises to at
+    load gets its flag in the command (`online`); other formats need a checkpoint stored that way."""
+    online = ONLINE_QUANT if online is None else online
+    if quant is None or quant.lower() in (*online, "bf16", "f16", "fp16"):
         return []
+    alt = (f"; or quantise at load: {' / '.join(f'{v} (plan it with --weights-dtype {k})' for k, v in online.items() if k != 'fp8')}"
+           if any(k != "fp8" for k in online) else "")
     return [f"weights sized as {quant}: serve a checkpoint stored in that format (an AWQ/GPTQ repo for int4); "
-            f"the engine does not quantise a 16-bit checkpoint to {quant} at load"]
+            f"the engine does not quantise a 16-bit checkpoint to {quant} at load{alt}"]
 
 
 def launch(x: LaunchInput) -> dict[str, str]:
@@ -103,8 +114,8 @@ def launch(x: LaunchInput) -> dict[str, str]:
     if x.pp > 1:
         cmd += f" --pipeline-parallel-size {x.pp}"
     notes += weights_notes(x.weights_quant)
-    if x.weights_quant == "fp8":
-        cmd += " --quantization fp8"
+    if (x.weights_quant or "").lower() in ONLINE_QUANT:
+        cmd += " " + ONLINE_QUANT[(x.weights_quant or "").lower()]
     if x.gpu_memory_utilization:
         cmd += f" --gpu-memory-utilization {x.gpu_memory_utilization}"
     if x.kv_dtype and x.kv_dtype in KV_CACHE_DTYPES:

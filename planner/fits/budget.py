@@ -35,12 +35,14 @@ class Budget:
     source: str
 
 
-def device_budget(dev: Device, engine: Engine, utilization: float | None = None) -> Budget:
+def device_budget(dev: Device, engine: Engine, utilization: float | None = None, *, margin: int = 0) -> Budget:
     """Bytes an engine may fill on `dev`.
 
     GPU: memory x (--utilization or the engine's share: vLLM 0.92, SGLang 0.9, others 1.0); Apple: memory x the
     Metal working-set share; CPU: RAM x the share left after OS headroom. Capped by the free
-    memory detection saw, minus the engine's margin (llama.cpp 1 GiB on GPU/Metal devices).
+    memory detection saw, minus the engine's margin (llama.cpp 1 GiB on GPU/Metal devices) and
+    `margin`: a safety margin the caller leaves past it (planner fit's --margin: what the ledger's
+    estimates may be off by, so a plan cut to the byte still starts).
 
     Raises:
         UsageError: a utilisation outside (0, 1].
@@ -56,14 +58,17 @@ def device_budget(dev: Device, engine: Engine, utilization: float | None = None)
     else:
         frac = utilization or dev.usable_fraction or CPU_USABLE_FRACTION
         why = "--utilization" if utilization is not None else "RAM left after OS headroom"
-    margin = engine.device_margin_bytes if dev.kind != "cpu" else 0
     cap = math.floor(dev.memory_bytes * frac)
     src = f"{frac:.4g} x memory ({why})"
     if dev.free_bytes is not None and dev.free_bytes < cap:
         cap, src = dev.free_bytes, f"free memory seen at detection (< {frac:.4g} x memory)"
+    own = engine.device_margin_bytes if dev.kind != "cpu" else 0
+    if own:
+        src += f" - {fmt_bytes(own)} {engine.name} margin"  # units at the edge: "1.00 GiB", not 1073741824 B
     if margin:
-        src += f" - {fmt_bytes(margin)} {engine.name} margin"  # units at the edge: "1.00 GiB", not 1073741824 B
-    return Budget(dev.index, dev.name, dev.kind, dev.memory_bytes, frac, dev.free_bytes, margin, cap - margin, src)
+        src += f" - {fmt_bytes(margin)} safety margin (--margin)"
+    return Budget(dev.index, dev.name, dev.kind, dev.memory_bytes, frac, dev.free_bytes, own + margin,
+                  cap - own - margin, src)
 
 
 def overhead_for(kind: str, s: Settings) -> tuple[int, str]:

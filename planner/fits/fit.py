@@ -96,6 +96,7 @@ class Problem:
     draft: ModelSpec | None = None
     draft_settings: Settings | None = None  # default: `settings` (a suggestion may change the target's only)
     utilization: float | None = None
+    margin_bytes: int = 0  # a safety margin left free on each device past the engine's own (planner fit: --margin)
 
 
 # --- evaluating a problem ------------------------------------------------------------------
@@ -212,7 +213,8 @@ def evaluate(p: Problem, context: int, batch: int, placed: tuple[_Placed, ...] |
 
 
 def _budgets(p: Problem) -> tuple[Budget, ...]:
-    return tuple(device_budget(d, p.settings.resolved_engine, p.utilization) for d in p.machine.devices)
+    return tuple(device_budget(d, p.settings.resolved_engine, p.utilization, margin=p.margin_bytes)
+                 for d in p.machine.devices)
 
 
 def fits(devs: Sequence[DeviceFit]) -> bool:

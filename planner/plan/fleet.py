@@ -280,13 +280,30 @@ def machine_rows(targets: Sequence[Target], m: Machine, o: Options, *, min_speed
     return sorted(rows, key=sort_key)
 
 
-def best_machine(rows: Sequence[Row]) -> Row | None:
-    """Where a target should live in a fleet: the machine whose row sorts first for it (fits as stored
-    before quantised, then the fastest predicted tokens/s)."""
+# How a fleet's best machine for a target is chosen (`planner report --best-by`); the first is the default
+BEST_BY = {
+    "smallest": "the smallest machine that meets the requirement (fits as stored, else quantised; and "
+                "--min-speedup when given): least total memory, then fewest devices, then fastest",
+    "speed": "the fastest predicted tokens/s per sequence (fits as stored before quantised)",
+    "speed-per-gpu": "the most predicted tokens/s per sequence per device (fits as stored before quantised)",
+}
+
+
+def best_machine(rows: Sequence[Row], by: str = "smallest") -> Row | None:
+    """Where a target should live in a fleet: the machine whose row sorts first for it under `by`
+    (BEST_BY). Why smallest by default: every row here already meets the requirement (it fits, and
+    passed --min-speedup), so the biggest GPU winning every row answers nothing; the smallest box that
+    does the job is the one to buy or schedule on."""
     fitting = [r for r in rows if r.fits]
     if not fitting:
         return None
-    return min(fitting, key=lambda r: (not r.fits_as_stored, -(r.tokens_per_s or 0.0), r.machine.name))
+    if by == "speed":
+        return min(fitting, key=lambda r: (not r.fits_as_stored, -(r.tokens_per_s or 0.0), r.machine.name))
+    if by == "speed-per-gpu":
+        return min(fitting, key=lambda r: (not r.fits_as_stored, -(r.tokens_per_s or 0.0) / r.machine.n_devices,
+                                           r.machine.name))
+    return min(fitting, key=lambda r: (not r.fits_as_stored, r.machine.n_devices * r.machine.memory_bytes,
+                                       r.machine.n_devices, -(r.tokens_per_s or 0.0), r.machine.name))
 
 
 def figure_origins(m: Machine) -> dict[str, tuple[str, str]]:

@@ -51,6 +51,10 @@ QUANT_KV_MARGIN = 1.02
 # A draft whose base/instruct style differs from the target's (chat template, tuning) must beat a
 # matching one by this factor: the acceptance priors do not see the mismatch, pairing advice does.
 STYLE_MARGIN = 1.02
+# Speculation is recommended only when it beats plain decoding by this factor: a smaller gain is inside the
+# noise of a decode-speed figure (the margins above), and a draft costs memory and, in mlx_lm.server,
+# batching (#31: an mlx plan was recommended at 1.00x, 109.0 -> 109.2 tok/s).
+MIN_GAIN = 1.02
 
 
 @dataclass(frozen=True)
@@ -188,7 +192,7 @@ def roofline_verify(verify: Sequence[roofline.ForwardCost], draft_s: float, name
         src += f"; {s.engine} fixed cost per forward: {choice.note}"
     t_o, t_o_low, why = roofline.spec_round_overhead_s(s.resolved_engine, s.batch)
     if t_o:
-        src += (f"; speculation overhead {t_o * 1e3:.3g} ms per round at {s.batch} sequence(s), "
+        src += (f"; speculation overhead {t_o * 1e3:.3g} ms per round at {s.batch} sequence{'s' if s.batch != 1 else ''}, "
                 f"{t_o_low * 1e3:.3g} ms at the optimistic end ({why})")
     return Costs(verify_s=tuple(c.seconds for c in verify), draft_s=draft_s, overhead_s=t_o, source=src,
                  overhead_low_s=t_o_low,
@@ -409,7 +413,7 @@ def under_load(o: Option, batches: Sequence[int], k_max: int, k_fixed: int | Non
 
 
 def _choose(ranked: Sequence[Option], base_fits: bool, launch_in: engines.LaunchInput, engine: Engine) -> Option:
-    best = next((o for o in ranked if o.usable and o.speedup > 1.0), None)
+    best = next((o for o in ranked if o.usable and o.speedup >= MIN_GAIN), None)
     if best is not None:
         return best
     reasons = []
@@ -420,12 +424,15 @@ def _choose(ranked: Sequence[Option], base_fits: bool, launch_in: engines.Launch
     else:
         usable = [o for o in ranked if o.usable]
         if not usable:
-            reasons.append("no candidate draft both fits and is compatible: "
-                           + "; ".join(f"{o.draft}: {o.reasons[0]}" for o in ranked[:3]))
+            # one line per draft and reason: its plans at each KV type share the refusal (once printed twice)
+            why = dict.fromkeys(f"{o.draft}: {o.reasons[0]}" for o in ranked)
+            reasons.append("no candidate draft both fits and is compatible: " + "; ".join(list(why)[:3]))
         else:
             top = usable[0]
+            why = ("slower than plain decoding" if top.speedup <= 1.0 else
+                   f"a gain under {MIN_GAIN - 1:.0%} is inside the noise, not worth a draft")
             reasons.append(f"best candidate {top.draft} (K={top.k}, {top.kv_dtype} KV) predicts "
-                           f"{top.speedup:.2f}x: slower than plain decoding")
+                           f"{top.speedup:.2f}x: {why}")
             reasons.extend(top.reasons)
     return Option(draft=None, draft_ref=None, kv_dtype=engine.kv_options[0], k=0, speedup=1.0,
                   speedup_interval=(1.0, 1.0), verdict="no speculation", fits=base_fits, headroom_bytes=0,

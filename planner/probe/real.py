@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from ..core.constants import REAL_EXTRA_HINT
 from ..core.errors import PlannerError, SourceError, UsageError
 from ..core.spec import ModelSpec
 from ..sources.safetensors import read_dir_tensors
@@ -120,7 +121,7 @@ def load_causal_lm(path: str | Path, *, device: str, dtype: str) -> Any:
         from transformers.utils import logging as hf_logging
     except ImportError as e:
         raise UsageError("Cannot run the real-weights probe: transformers is not installed (expected it with "
-                         "torch). Install it with 'pip install spec-planner[real]'.") from e
+                         f"torch). Install all it needs at once: '{REAL_EXTRA_HINT}'.") from e
     hf_logging.disable_progress_bar()  # the probe shows its own progress on stderr
     with load_errors(p, "the model"):
         model = AutoModelForCausalLM.from_pretrained(str(p), trust_remote_code=False, use_safetensors=True,

@@ -207,7 +207,7 @@ def load_blocks(s: Section) -> list[Block]:
 
 
 def crossover_text(cross: int | None, top: int) -> str:
-    return f"{cross} sequences" if cross is not None else f"none up to {top}"
+    return f"{cross} sequence{'s' if cross != 1 else ''}" if cross is not None else f"none up to {top}"
 
 
 def recommendation_blocks(s: Section) -> list[Block]:

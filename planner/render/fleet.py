@@ -14,7 +14,7 @@ from typing import Any
 
 from ..core.constants import JSON_SCHEMA_VERSION
 from ..core.fmt import fmt_bytes, fmt_count
-from ..plan.fleet import Row, best_machine, figure_origins
+from ..plan.fleet import BEST_BY, Row, best_machine, figure_origins
 from .document import Block, Cell, Part, Plot
 from .plots import fleet_plot
 
@@ -141,7 +141,8 @@ def _cell(r: Row | None) -> str:
     return f"{w}{plan}, {_rate(r.tokens_per_s)} tok/s"
 
 
-def matrix(per_machine: Sequence[tuple[Any, Sequence[Row]]]) -> list[tuple[str, list[Row | None], Row | None]]:
+def matrix(per_machine: Sequence[tuple[Any, Sequence[Row]]],
+           by: str = "smallest") -> list[tuple[str, list[Row | None], Row | None]]:
     """(target id, its row on each machine or None, the best machine's row) for every target: those that
     fit somewhere first, then larger models first (the machine parts' order)."""
     ids: dict[str, int] = {}
@@ -151,17 +152,17 @@ def matrix(per_machine: Sequence[tuple[Any, Sequence[Row]]]) -> list[tuple[str, 
     out = []
     for tid in ids:
         cells = [next((r for r in rows if r.target.spec.id == tid), None) for _, rows in per_machine]
-        out.append((tid, cells, best_machine([r for r in cells if r is not None])))
+        out.append((tid, cells, best_machine([r for r in cells if r is not None], by)))
     return sorted(out, key=lambda x: (x[2] is None, -ids[x[0]], x[0]))
 
 
-def fleet_part(per_machine: Sequence[tuple[Any, Sequence[Row]]]) -> Part:
-    """Targets x machines: the best plan per cell and where each target should live."""
+def fleet_part(per_machine: Sequence[tuple[Any, Sequence[Row]]], by: str = "smallest") -> Part:
+    """Targets x machines: the best plan per cell and where each target should live (best by `by`)."""
     headers = ("target", *[m.name for m, _ in per_machine], "best machine")
     rows = tuple((Cell(tid), *[Cell(_cell(r)) for r in cells], Cell(best.machine.name if best else "none"))
-                 for tid, cells, best in matrix(per_machine))
-    text = ("Best plan per cell (speed-up, draft, K, predicted tokens/s per sequence). Best machine: fits as stored "
-            "before quantised, then the fastest.")
+                 for tid, cells, best in matrix(per_machine, by))
+    text = (f"Best plan per cell (speed-up, draft, K, predicted tokens/s per sequence). Best machine (--best-by "
+            f"{by}): {BEST_BY[by]}.")
     return Part(anchor="fleet", title="Fleet: targets x machines",
                 blocks=(Block("p", text), Block("table", headers=headers, rows=rows)))
 
@@ -195,9 +196,11 @@ def machine_json(m: Any) -> dict[str, Any]:
             "figures": {k: {"origin": kind, "source": src} for k, (kind, src) in figure_origins(m).items()}}
 
 
-def report_json(per_machine: Sequence[tuple[Any, Sequence[Row]]], *, context: int, batch: int) -> dict[str, Any]:
+def report_json(per_machine: Sequence[tuple[Any, Sequence[Row]]], *, context: int, batch: int,
+                by: str = "smallest") -> dict[str, Any]:
     """The whole `--json` object: the machines (with where each figure came from), the rows, and the
-    best machine per target."""
+    best machine per target (with the rule that chose it)."""
     return {"context": context, "batch": batch, "machines": [machine_json(m) for m, _ in per_machine],
             "rows": [row_json(r) for _, rows in per_machine for r in rows],
-            "best_machine": {tid: (best.machine.name if best else None) for tid, _, best in matrix(per_machine)}}
+            "best_machine": {tid: (best.machine.name if best else None) for tid, _, best in matrix(per_machine, by)},
+            "best_by": by}

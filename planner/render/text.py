@@ -34,7 +34,7 @@ def ledger_json(ledger: Ledger, warnings: list[str] | None = None) -> dict[str, 
             "total_bytes": ledger.total_bytes, "warnings": list(warnings or [])}
 
 
-SOURCE_MIN_WIDTH = 24  # a source column narrower than this wraps into too many lines to read
+SOURCE_MIN_WIDTH = 16  # a source column narrower than this wraps into too many lines to read
 
 
 def ledger_table(ledger: Ledger) -> str:
@@ -48,7 +48,7 @@ def ledger_table(ledger: Ledger) -> str:
     t = ms[0]
     s = ledger.settings
     rows = [
-        row("parameters (total / active)", [f"{fmt_count(m.params_total)} / {fmt_count(m.params_active)}"
+        row("params (total / active)", [f"{fmt_count(m.params_total)} / {fmt_count(m.params_active)}"
                                              for m in ms], "header or config shapes"),
         row("weights", [f"{fmt_bytes(m.weights_bytes)} ({m.weights_dtype})" for m in ms],
             "; ".join(dict.fromkeys(m.provenance["weights"] for m in ms))),
@@ -79,4 +79,4 @@ def ledger_table(ledger: Ledger) -> str:
     # too wide for the terminal: model ids above the table, the source column wrapped
     short = ["", *[m.role for m in ms], "source"]
     return "\n".join([*(f"{m.role}: {m.id}" for m in ms), width.table(rows, short, shrink=(len(short) - 1,),
-                                                                       floor=SOURCE_MIN_WIDTH)])
+                                                                       floor=SOURCE_MIN_WIDTH, hyphens=True)])

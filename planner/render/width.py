@@ -8,12 +8,13 @@ trims its source column (render/text.py). `--wide` turns all of it off.
 
 from __future__ import annotations
 
+import re
 import shlex
 import shutil
 import textwrap
 from typing import Any
 
-from ..core.fmt import tabulate
+from ..core.fmt import one_line, tabulate
 
 MIN_WIDTH = 80  # narrower terminals get 80-column text (and scroll)
 MAX_WORD = 24  # a table cell's word longer than this may be broken (a long id or JSON)
@@ -91,7 +92,7 @@ def _json_lines(line: str, pad: str) -> list[str]:
                 out.append(line[start:last])
                 start = last + 1
             last = i + 1
-    if len(line) - start > width() and last > start:
+    if (len(pad) if start else 0) + len(line) - start > width() and last > start:  # the tail, under its pad
         out.append(line[start:last])
         start = last + 1
     out.append(line[start:])
@@ -128,10 +129,12 @@ def python_lines(line: str, *, indent: str = "") -> list[str]:
 
 
 def table(rows: list[list[Any]], headers: list[str], *, shrink: tuple[int, ...] = (), floor: int = 12,
-          **kwargs: Any) -> str:
-    """A tabulate table that fits width(): when wider, the `shrink` columns (in that order) wrap
-    their cells and headers, each down to `floor` characters (or its longest word, up to MAX_WORD),
-    until the table fits; what cannot shrink further stays wider."""
+          drop: tuple[int, ...] = (), max_word: int = MAX_WORD, hyphens: bool = False, **kwargs: Any) -> str:
+    """A tabulate table that fits width(): when wider, the `drop` columns (figures the others imply,
+    kept by --wide) go first, then the `shrink` columns (in that order) wrap their cells and headers,
+    each down to `floor` characters (or its longest word, up to `max_word`), until the table fits;
+    what cannot shrink further stays wider. `hyphens`: a cell may also break after a word's hyphen
+    (display names; never for a name the user types back, such as an alias)."""
     kwargs.setdefault("tablefmt", "simple")
     kwargs.setdefault("disable_numparse", True)
     text = tabulate(rows, headers=headers, **kwargs)
@@ -143,25 +146,65 @@ def table(rows: list[list[Any]], headers: list[str], *, shrink: tuple[int, ...] 
     kwargs["min_padding"] = 0
     text = tabulate(rows, headers=headers, **kwargs)
     over = max((len(line) for line in text.splitlines()), default=0) - width()
+    if over > 0 and drop:
+        keep = [i for i in range(len(headers)) if i not in drop]
+        shrink = tuple(keep.index(i) for i in shrink if i in keep)
+        rows, headers = [[r[i] for i in keep] for r in rows], [headers[i] for i in keep]
+        text = tabulate(rows, headers=headers, **kwargs)
+        over = max((len(line) for line in text.splitlines()), default=0) - width()
     if over <= 0 or not shrink:
         return text
     natural = [max([len(str(h)) for h in headers[i:i + 1]] + [max((len(x) for x in str(r[i]).splitlines()),
                                                                     default=0) for r in rows])
                for i in range(len(headers))]
     limits: list[int | None] = [None] * len(headers)
+    safe = [[one_line(c) if isinstance(c, str) else c for c in r] for r in rows]  # escaped before wrapping
     for _ in range(3):  # a wrapped header or cell can re-widen a column by its padding: measure again
         for i in shrink:
             if over <= 0:
                 break
-            # never narrower than the column's longest word: tabulate would break it mid-word
-            word = max((len(w) for r in [headers, *rows] for w in str(r[i]).split()), default=0)
+            # never narrower than the column's longest piece: tabulate would break it mid-word
+            word = max((len(w) for r in [headers, *rows] for w in pieces(str(r[i]), hyphens)), default=0)
             now = limits[i] if limits[i] is not None else natural[i]
-            cut = min(over, max(now - max(floor, min(word, MAX_WORD)), 0))
+            cut = min(over, max(now - max(floor, min(word, max_word)), 0))
             if cut:
                 limits[i] = now - cut
                 over -= cut
-        text = tabulate(rows, headers=headers, maxcolwidths=limits, maxheadercolwidths=limits, **kwargs)
+        cells = [[wrap_cell(str(c), limits[i], hyphens) if limits[i] is not None else c for i, c in enumerate(r)]
+                 for r in safe]
+        text = tabulate(cells, headers=headers, maxheadercolwidths=limits, escaped=True, **kwargs)
         over = max((len(line) for line in text.splitlines()), default=0) - width()
         if over <= 0:
             break
     return text
+
+
+# A cell breaks at spaces and after a word's hyphen that a letter follows (Llama-3.2-1B- / Instruct), never
+# inside a number, a range or an option (-259.13, 1.58-4.29, --wide): an id wraps where a reader splits it
+_BREAK = re.compile(r"(?<=[^\s-]-)(?=[^\W\d_])")
+
+
+def pieces(text: str, hyphens: bool = True) -> list[str]:
+    """The pieces a cell may be broken between: words, and with `hyphens` their parts (each keeping its
+    trailing hyphen)."""
+    return [p for w in text.split() for p in (_BREAK.split(w) if hyphens else [w])]
+
+
+def wrap_cell(text: str, limit: int, hyphens: bool = True) -> str:
+    """A cell's lines wrapped to `limit` at spaces (and word hyphens: pieces()); a piece longer than the
+    limit is cut at the limit."""
+    out: list[str] = []
+    for line in text.splitlines() or [""]:
+        cur = ""
+        for w in line.split():
+            for j, p in enumerate(_BREAK.split(w) if hyphens else [w]):
+                sep = " " if cur and j == 0 else ""
+                if cur and len(cur) + len(sep) + len(p) > limit:
+                    out.append(cur)
+                    cur, sep = "", ""
+                while len(p) > limit:
+                    out.append(p[:limit])
+                    p = p[limit:]
+                cur += sep + p
+        out.append(cur)
+    return "\n".join(out)
