@@ -54,12 +54,12 @@ def test_a_refused_draft_is_named_once(capsys):
 
 
 def test_a_gain_inside_the_noise_is_not_recommended():
-    rec = R.recommend(_spec(), "Qwen/Qwen2.5-7B-Instruct", _machine(), engine="vllm", batch=1, candidates=None,
+    rec = R.recommend(_spec(), "Qwen/Qwen2.5-7B-Instruct", _machine(), engine=engines.get("vllm"), batch=1, candidates=None,
                       context=4096)
     best = next(o for o in rec.plans if o.usable)
     launch = engines.LaunchInput(target="Qwen/Qwen2.5-7B-Instruct", draft=None, k=0, context=4096)
-    under = R._choose([replace(best, speedup=R.MIN_GAIN - 0.01)], True, launch, "vllm")
-    over = R._choose([replace(best, speedup=R.MIN_GAIN + 0.01)], True, launch, "vllm")
+    under = R._choose([replace(best, speedup=R.MIN_GAIN - 0.01)], True, launch, engines.get("vllm"))
+    over = R._choose([replace(best, speedup=R.MIN_GAIN + 0.01)], True, launch, engines.get("vllm"))
     assert under.draft is None and "inside the noise" in under.reasons[0]
     assert over.draft == best.draft
 

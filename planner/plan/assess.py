@@ -123,7 +123,7 @@ def costs_for(sc: Scenario) -> tuple[Callable[[DraftingMethod, Settings], plan.C
                            f"deployment names no profile. Set profile = \"probe.json\" (from 'planner probe') or "
                            f"machine = <catalog name>")
 
-    ends = plan.measured_ends(m, sc.layout, sc.settings.engine)  # a measured machine's spread (else None)
+    ends = plan.measured_ends(m, sc.layout, sc.settings.resolved_engine)  # a measured machine's spread (else None)
 
     def roofline(method: DraftingMethod, s: Settings) -> plan.Costs:
         return spread_costs(plan.roofline_costs(sc.target, method, roof, s, k_max), ends,

@@ -223,7 +223,8 @@ def run_cli(args: Sequence[str], files: Sequence[Path | str], *, json_out: bool 
         assert o == "", f"exit 2 but stdout holds {o[:200]!r}"
         check_error_message(lines[0], files)
     else:
-        assert all(line.startswith("warning: ") for line in e_.splitlines()), e_
+        # a warning wraps at the terminal's width; its continuation lines are indented (commands/_common.warn)
+        assert all(line.startswith(("warning: ", "    ")) for line in e_.splitlines()), e_
         if json_out:
             _strict_json(o)
     return CliRun(code, o, e_, elapsed)
