@@ -18,9 +18,8 @@ from .base import ArchSpec
 # name, through the alias map below, as mlx-lm finds its models (`MODEL_REMAPPING = {...}`, then
 # `model_type = MODEL_REMAPPING.get(model_type, model_type)` and `importlib.import_module(f"mlx_lm.models.{model_type}")`:
 # ml-explore/mlx-lm mlx_lm/utils.py:47, :67, :69 @ d5385a1). A set, not a name -> name table; listed rather than
-# read from the folder so that the helper modules (base, decoder, generic, towers) and the layouts found by class (CLASSES:
-# eagle3, dflash) are never a
-# model_type and nothing is imported to find one.
+# read from the folder so that the helper modules (base, decoder, generic, towers) and the layouts found by
+# class (CLASSES: eagle3, dflash) are never a model_type and nothing is imported to find one.
 ARCHITECTURES: frozenset[str] = frozenset({
     "llama", "mistral", "mixtral", "qwen2", "qwen2_moe", "qwen3", "qwen3_moe", "gemma", "gemma2", "gemma3_text",
     "phi3", "olmo2", "deepseek_v2", "deepseek_v3", "gpt_oss", "qwen3_next", "qwen3_5_moe_text", "qwen3_5_text",
