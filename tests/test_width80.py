@@ -11,6 +11,7 @@ import pytest
 
 from planner.cli import main
 from planner.fits.machine_catalog import catalog_entries
+from planner.render import width
 
 EXAMPLE = "docs/examples/planner.toml"
 
@@ -65,8 +66,15 @@ def test_machines_show_within_80_columns(machine, capsys, monkeypatch):
     assert len(_widest(out)) <= 80, _widest(out)
 
 
+@pytest.fixture
+def narrow_after():
+    """--wide is process state (render/width.set_wide): set it back so later tests get 80 columns."""
+    yield
+    width.set_wide(False)
+
+
 @pytest.mark.parametrize("args", [COMMANDS["catalog"], COMMANDS["machines-list"], COMMANDS["check"]])
-def test_wide_gives_the_full_table(args, capsys, monkeypatch):
+def test_wide_gives_the_full_table(args, capsys, monkeypatch, narrow_after):
     narrow = _out(args, capsys, monkeypatch)
     wide = _out([*args, "--wide"], capsys, monkeypatch)
     assert len(_widest(wide)) > 80  # the table whole: longer cells on one line
