@@ -15,7 +15,6 @@ import typer
 from .. import engines
 from ..core.constants import JSON_SCHEMA_VERSION
 from ..core.errors import one_line
-from ..render import width
 from ..render.escape import no_commands
 
 # Plain click help (rich_markup_mode=None): examples in `\b` blocks stay one pasteable line each, and flags
@@ -46,8 +45,9 @@ def say(text: str, *, err: bool = False) -> None:
 
 
 def warn(msg: str) -> None:
-    # one line even when it quotes a hostile file (one_line), then wrapped to the terminal by us
-    typer.echo("\n".join(width.wrap(f"warning: {one_line(msg)}")), err=True)
+    # one line even when it quotes a hostile file, and never wrapped: every stderr line starts "warning: " or
+    # "error: " (tests/test_fuzz_*), so no file name can forge one; the 80-column rule holds for stdout
+    typer.echo(f"warning: {one_line(msg)}", err=True)
 
 
 def split_values(values: list[str] | None) -> list[str]:
