@@ -451,7 +451,8 @@ def recommendation_text(rec: Any, machine_label: str | None = None, show_all: bo
     rows, left = plan_rows(rec.plans, None if show_all else SHOWN_PLANS)
     if rows:
         lines.append(width.table(rows, ["draft / method", "KV", "K", "speed-up (range)", "verdict", "fits", "headroom",
-                                        "runs", "alpha"], shrink=(0, 3, 6), floor=7, hyphens=True))
+                                        "runs", "alpha"], shrink=(0, 3, 6), floor=7, hyphens=True,
+                                        drop=(5,)))  # "fits" is the headroom's sign: the first to go at 80
         if left:
             lines.append(f"({left} more plan{'s' if left > 1 else ''}: --all)")
         lines += wrap(f"costs: {rec.plans[0].costs_source}; acceptance: {rec.plans[0].acceptance.source}"
