@@ -150,6 +150,26 @@ def test_profile_round_trip_skips_measuring(cpu_host):
     assert cpu_host.measured == 2
 
 
+def test_saved_free_memory_holds_while_the_live_figure_churns_within_5_percent(cpu_host, monkeypatch):
+    MP.save(L.get_machine("auto"))  # saved with 40 GiB free of 64 GiB
+    # 5% of 64 GiB is 3.2 GiB: 41 GiB live is churn, and the saved 40 GiB stands (the same answer every run)
+    monkeypatch.setattr(D, "_virtual_memory", lambda: (64 * GiB, 41 * GiB))
+    steady = L.get_machine("auto")
+    assert steady.devices[0].free_bytes == 40 * GiB and steady.profile_path is not None
+    assert any("free memory of device 0 as saved" in n for n in steady.notes)
+    assert "free memory as saved" in steady.sources["memory"]
+    # 20 GiB live is memory really taken: read live, no claim of the saved figure
+    monkeypatch.setattr(D, "_virtual_memory", lambda: (64 * GiB, 20 * GiB))
+    taken = L.get_machine("auto")
+    assert taken.devices[0].free_bytes == 20 * GiB and not any("as saved" in n for n in taken.notes)
+    # 3.2 GiB is the edge: 43.2 GiB stays steady, 43.3 GiB does not
+    edge = int(40 * GiB + 0.05 * 64 * GiB)
+    monkeypatch.setattr(D, "_virtual_memory", lambda: (64 * GiB, edge))
+    assert L.get_machine("auto").devices[0].free_bytes == 40 * GiB
+    monkeypatch.setattr(D, "_virtual_memory", lambda: (64 * GiB, edge + 100 * 2**20))
+    assert L.get_machine("auto").devices[0].free_bytes == edge + 100 * 2**20
+
+
 def test_profile_of_other_hardware_is_ignored_with_a_note(cpu_host, monkeypatch):
     path = MP.save(L.get_machine("auto"))
     monkeypatch.setattr(D, "_cpu_name", lambda: "Other CPU 1")

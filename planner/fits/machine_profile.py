@@ -21,6 +21,7 @@ from typing import Any
 
 from ..core.atomic import atomic_write
 from ..core.constants import (
+    FREE_MEMORY_STABLE_FRACTION,
     MACHINE_PROFILE_MAX_AGE_S,
     MACHINE_PROFILE_MAX_BYTES,
     MACHINE_PROFILE_NAME,
@@ -93,7 +94,7 @@ def to_json(m: Machine, now: float) -> dict[str, Any]:
             "measured_at": m.measured_at or time.strftime(TIME_FORMAT, time.gmtime(now)),
             "bandwidth_bytes_per_s": m.bandwidth_bytes_per_s, "peak_flops": dict(m.peak_flops),
             "sources": {k: m.sources[k] for k in ("bandwidth", "flops") if k in m.sources},
-            "contention": m.contention,
+            "contention": m.contention, "free_bytes": [d.free_bytes for d in m.devices],
             "measured": {k: {"median": s.median, "q1": s.q1, "q3": s.q3, "trials": s.trials, "kept": s.kept,
                              "seconds": s.seconds, "clock": s.clock} for k, s in m.measured.items()}}
 
@@ -111,6 +112,25 @@ def save(m: Machine, path: Path | None = None, now: float | None = None) -> Path
         raise UsageError(f"Cannot save the machine profile in '{p.parent}': {e.strerror or e}. Set "
                          f"SPEC_PLANNER_PROFILE_DIR to a writable directory.") from e
     return atomic_write(p, json.dumps(to_json(m, time.time() if now is None else now), indent=1) + "\n")
+
+
+def steady_free_memory(live: Machine, saved: Any) -> tuple[tuple[Any, ...], str]:
+    """The live devices, each with the free memory saved in the profile where the live figure is within
+    FREE_MEMORY_STABLE_FRACTION of the device's memory of it, and which devices kept the saved figure.
+
+    Why: free memory is read live and churns by hundreds of MB between runs on a shared host; a byte-exact
+    ledger would then print another headroom each run. A larger change (memory really taken) reads live."""
+    if not isinstance(saved, list) or len(saved) != len(live.devices):
+        return tuple(live.devices), ""
+    out, kept = [], []
+    for d, f in zip(live.devices, saved, strict=True):
+        steady = (isinstance(f, int) and not isinstance(f, bool) and 0 <= f <= d.memory_bytes
+                  and d.free_bytes is not None
+                  and abs(d.free_bytes - f) <= FREE_MEMORY_STABLE_FRACTION * d.memory_bytes)
+        out.append(replace(d, free_bytes=f) if steady else d)
+        if steady:
+            kept.append(f"device {d.index}")
+    return tuple(out), ", ".join(kept)
 
 
 def age_text(seconds: float) -> str:
@@ -203,6 +223,11 @@ def apply_saved(live: Machine, path: Path | None = None, now: float | None = Non
                                  if k in ("bandwidth", "flops")}}
     notes = (*(n for n in live.notes if "not in the catalog" not in n), f"machine figures from the {label}")
     busy = doc.get("contention") if isinstance(doc.get("contention"), str) else None
-    return replace(live, bandwidth_bytes_per_s=bw, peak_flops={**dict(live.peak_flops), **flops}, sources=merged,
+    devices, kept = steady_free_memory(live, doc.get("free_bytes"))
+    if kept:
+        notes = (*notes, f"free memory of {kept} as saved in the profile (live within "
+                         f"{FREE_MEMORY_STABLE_FRACTION:.0%} of its memory: the same answer every run)")
+        merged = {**merged, "memory": f"{merged.get('memory', 'detected')}; free memory as saved in the {label}"}
+    return replace(live, devices=devices, bandwidth_bytes_per_s=bw, peak_flops={**dict(live.peak_flops), **flops}, sources=merged,
                    notes=notes, measured=measured, measured_at=when or None, contention=busy and busy[:300],
                    profile_path=str(p)), label
