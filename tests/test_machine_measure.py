@@ -20,6 +20,8 @@ from planner.fits.measure_stats import Spread, quantile, reject_outliers, run_tr
 from planner.plan import recommend as P
 from planner.sources import load_spec
 
+from .fake_host import fake_cpu_host
+
 GiB = 1 << 30
 
 
@@ -122,11 +124,7 @@ def test_proc_stat_parse():
 @pytest.fixture
 def cpu_host(monkeypatch):
     """A 64 GiB uncatalogued CPU host whose bandwidth measures 10 GB/s (IQR 9-11) and counts its measurements."""
-    monkeypatch.setattr(D, "_run", lambda cmd: None)
-    monkeypatch.setattr(D, "_virtual_memory", lambda: (64 * GiB, 40 * GiB))
-    monkeypatch.setattr(D, "_platform", lambda: ("Linux", "x86_64"))
-    monkeypatch.setattr(D, "_torch_installed", lambda: False)
-    monkeypatch.setattr(D, "_cpu_name", lambda: "Test CPU 9000")
+    fake_cpu_host(monkeypatch)
     host = SimpleNamespace(measured=0, bw=Spread(10e9, 9e9, 11e9, 9, 8, 0.6, "thread CPU time"))
 
     def measure():

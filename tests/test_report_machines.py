@@ -26,6 +26,7 @@ from planner.fits.measure_stats import Spread
 from planner.plan import fleet as F
 from planner.sources import catalog, load_spec
 
+from .fake_host import fake_cpu_host
 from .test_check import run, write_profile
 
 GiB = 2**30
@@ -282,11 +283,7 @@ def test_headless_browser_screenshot_shows_the_plot(tmp_path, capsys):
 @pytest.fixture
 def cpu_host(monkeypatch):
     """This host as a 64 GiB uncatalogued CPU whose copy bandwidth measures 50 GB/s (no nvidia-smi, no torch)."""
-    monkeypatch.setattr(D, "_run", lambda cmd: None)
-    monkeypatch.setattr(D, "_virtual_memory", lambda: (64 * GiB, 40 * GiB))
-    monkeypatch.setattr(D, "_platform", lambda: ("Linux", "x86_64"))
-    monkeypatch.setattr(D, "_torch_installed", lambda: False)
-    monkeypatch.setattr(D, "_cpu_name", lambda: "Test CPU 9000")
+    fake_cpu_host(monkeypatch)
     monkeypatch.setattr(D, "measure_bandwidth", lambda: Spread(50e9, 50e9, 50e9, 7, 7, 0.5, "thread CPU time"))
     return SimpleNamespace()
 
