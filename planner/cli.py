@@ -5,36 +5,51 @@ the answer is "no"; 2 = bad input (any PlannerError, or a usage error), one line
 on stderr. Data goes to stdout, messages to stderr. The app and what commands share
 live in planner/commands/ (_common.py, _options.py); this module only runs it.
 
-Start-up: a run imports only the module of the command it names (each command module
-imports what it needs at its top); help, no command or an unknown one imports them all,
-so the listing and the error name every command. Heavy packages (torch, huggingface_hub,
-tokenizers, tabulate) are imported inside the functions that need them.
+Start-up: `--version` and a plainly well-formed `memory` line (planner/commands/_fastcli.py) are answered
+without importing typer at all (issue #33: typer and click are ~40% of a ledger's start-up); any other run
+imports typer and only the module of the command it names (each command module imports what it needs at
+its top); help, no command or an unknown one imports them all, so the listing and the error name every
+command. Heavy packages (torch, huggingface_hub, tokenizers, tabulate) are imported inside the functions
+that need them.
 """
 
 from __future__ import annotations
 
 import contextlib
+import errno
 import importlib
 import os
 import signal
 import sys
-from typing import Annotated
+from collections.abc import Callable
+from typing import Any
 
-import typer
-import typer.main
-
-from .commands import _fastparse as fastparse
-from .commands._common import app
+from .commands import _fastcli
+from .commands._echo import echo, plain_stream, version_line
 from .core.atomic import forget_inputs
 from .core.constants import is_debug
 from .core.errors import PlannerError, one_line
 from .core.errors import UsageError as PlannerUsage
-from .core.version import __version__
 
-__all__ = ["app", "main"]
+__all__ = ["main"]  # and `app`, the typer app, built on first use (__getattr__ below)
 
 # One module per command, named like the command (`machines` is a sub-app); help lists them in this order.
 COMMAND_MODULES = ("memory", "catalog", "fit", "machines", "probe", "pair", "recommend", "check", "report", "bench")
+# Commands whose plain argv runs without typer: the module holding its `FAST` (a _fastcli.FastCommand).
+FAST_COMMANDS = {"memory": "_ledger"}
+
+
+def __getattr__(name: str) -> Any:
+    """`planner.cli.app`, the typer app, imported on first use (a fast-path run never builds it)."""
+    if name == "app":
+        return _app()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _app() -> Any:
+    from .commands._common import app
+
+    return app
 
 
 def _click_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[BaseException], ...]]:
@@ -52,6 +67,8 @@ def _click_exceptions() -> tuple[tuple[type[BaseException], ...], tuple[type[Bas
         usage += [mod.UsageError] if hasattr(mod, "UsageError") else []
         abort += [mod.Abort] if hasattr(mod, "Abort") else []
         break
+    import typer
+
     abort.append(typer.Abort)
     return tuple(usage), tuple(abort)
 
@@ -69,6 +86,7 @@ def _modules_for(argv: list[str]) -> tuple[str, ...]:
 
 def _register(names: tuple[str, ...] = COMMAND_MODULES) -> None:
     """Import command modules: each adds its commands to `app` (one module per face)."""
+    app = _app()
     for name in names:
         importlib.import_module(f"{__package__}.commands.{name}")
 
@@ -78,27 +96,6 @@ def _register(names: tuple[str, ...] = COMMAND_MODULES) -> None:
         return COMMAND_MODULES.index(module) if module in COMMAND_MODULES else len(COMMAND_MODULES)
 
     app.registered_commands.sort(key=rank)
-
-
-def _version_line() -> str:
-    """What `--version` prints: the distribution name and planner/core/version.py's version."""
-    return f"spec-planner {__version__}"
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        typer.echo(_version_line())
-        raise typer.Exit(0)
-
-
-@app.callback()
-def _root(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
-                                                 help="Print 'spec-planner <version>' and exit.")] = False) -> None:
-    """The root's only option besides --help (listed in root help); `_print_version` answers it eagerly.
-
-    main() answers a leading --version before importing any command module; this callback answers it
-    anywhere else on the root. The root itself does nothing: every answer comes from a command.
-    """
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -127,46 +124,123 @@ def _completion_error() -> str | None:
 
 
 def _main(argv: list[str] | None) -> None:
-    usage_errors, aborts = _click_exceptions()
     args = sys.argv[1:] if argv is None else list(argv)
-    if args[:1] == ["--version"]:  # answered before any command module is imported
-        typer.echo(_version_line())
+    if args[:1] == ["--version"]:  # answered before typer or any command module is imported
+        echo(version_line())
         sys.exit(0)
     forget_inputs()  # a new run: only the files this run reads are protected from its outputs
     bad_completion = _completion_error()
     if bad_completion:
-        typer.echo(f"error: {bad_completion}", err=True)
+        echo(f"error: {bad_completion}", err=True)
         sys.exit(2)
+    fast = _fast_call(args)
+    if fast is not None:
+        _started()
+        _guarded(fast)
+        sys.exit(0)
+    usage_errors, aborts = _click_exceptions()
+    import typer.main
+
+    from .commands import _fastparse as fastparse
+
     _register(_modules_for(args))
-    # Always a group: the root callback (_root) makes get_command build one even with one command module.
-    command = typer.main.get_command(app)  # a group (the root has a callback), with the completion options
+    # Always a group: the root callback (_common._root) makes get_command build one even with one command module.
+    command = typer.main.get_command(_app())  # a group (the root has a callback), with the completion options
     fastparse.install(command)  # plain option values without importing pydantic (start-up)
-    with contextlib.suppress(ValueError):  # start-up is over: Ctrl-C is a KeyboardInterrupt again (exit 130)
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    try:
+    _started()
+
+    def invoke() -> Any:
         _refuse_repeats(command, args)
-        rc = command(args=args, standalone_mode=False)
+        return command(args=args, standalone_mode=False)
+
+    rc = _guarded(invoke, usage_errors, aborts)
+    sys.exit(rc if isinstance(rc, int) else 0)
+
+
+def _started() -> None:
+    """Start-up is over: Ctrl-C is a KeyboardInterrupt again (exit 130), not planner/__init__.py's quiet exit."""
+    with contextlib.suppress(ValueError):  # not the main thread: leave Python's handler
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+def _fast_call(args: list[str]) -> Callable[[], Any] | None:
+    """The run of a command line _fastcli parses without typer (with its values bound), else None.
+
+    Only on plain streams: click re-wraps an ASCII-encoded stdout or stderr (planner/commands/_output.py).
+    """
+    module = FAST_COMMANDS.get(args[0]) if args else None
+    if module is None or not (plain_stream(sys.stdout) and plain_stream(sys.stderr)):
+        return None
+    face = importlib.import_module(f"{__package__}.commands.{module}")
+    values = _fastcli.parse(args, face.FAST)
+    if values is None:
+        return None
+    kwargs = {**face.DEFAULTS, **values}
+    return lambda: face.FAST.run(**kwargs)
+
+
+class _QuietFlush:
+    """A stream whose flush and write ignore a closed pipe (click's PacifyFlushWrapper): exit 1 stays quiet."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        with contextlib.suppress(OSError):
+            return self._stream.write(text)
+        return 0
+
+    def flush(self) -> None:
+        with contextlib.suppress(OSError):
+            self._stream.flush()
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
+
+
+def _guarded(call: Callable[[], Any], usage_errors: tuple[type[BaseException], ...] = (),
+             aborts: tuple[type[BaseException], ...] = ()) -> Any:
+    """`call()`, every failure mapped to the CLI's contract: one stderr line and exit 2 (130 for Ctrl-C).
+
+    The typer path passes click's usage and abort exceptions; the fast path raises none of them, and maps
+    what typer's own main would have (typer/core.py `_main`): Ctrl-C is 130, an end of input "aborted",
+    a closed stdout pipe a quiet exit 1.
+    """
+    try:
+        return call()
     except PlannerError as e:
         if is_debug():
             raise
-        typer.echo(f"error: {e}", err=True)
+        echo(f"error: {e}", err=True)
         sys.exit(2)
     except usage_errors as e:
-        typer.echo(f"error: {usage_line(e)}", err=True)
+        echo(f"error: {usage_line(e)}", err=True)
         sys.exit(2)
     except aborts:
-        typer.echo("aborted", err=True)
+        echo("aborted", err=True)
         sys.exit(130)
     except KeyboardInterrupt:
         sys.exit(130)
     except SystemExit:
         raise
+    except EOFError:  # as typer's main: an empty line, then its Abort
+        echo("", err=True)
+        echo("aborted", err=True)
+        sys.exit(130)
+    except OSError as e:
+        if e.errno != errno.EPIPE:
+            return _unexpected(e)
+        sys.stdout, sys.stderr = _QuietFlush(sys.stdout), _QuietFlush(sys.stderr)  # type: ignore[assignment]
+        sys.exit(1)
     except Exception as e:  # the last line of defence: a bug or an unmapped failure, still one line, exit 2
-        if is_debug():
-            raise
-        typer.echo(f"error: {unexpected_line(e)}", err=True)
-        sys.exit(2)
-    sys.exit(rc if isinstance(rc, int) else 0)
+        return _unexpected(e)
+
+
+def _unexpected(e: Exception) -> Any:
+    if is_debug():
+        raise e
+    echo(f"error: {unexpected_line(e)}", err=True)
+    sys.exit(2)
 
 
 def _refuse_repeats(command, args: list[str]) -> None:

@@ -36,8 +36,18 @@ def test_modules_for_the_first_argument(argv, expected):
 
 
 def test_a_command_imports_only_its_own_module():
-    assert _loaded_commands(["memory", "llama-3.1-8b", "--json"]) == (0, ["memory"])
+    assert _loaded_commands(["memory", "llama-3.1-8b", "--json", "--json"]) == (0, ["memory"])  # typer's path
+    assert _loaded_commands(["memory", "llama-3.1-8b", "--help"]) == (0, ["memory"])
     assert _loaded_commands(["machines", "list", "--json"]) == (0, ["machines"])
+
+
+def test_a_plain_memory_line_runs_without_typer(tmp_path):
+    """The fast path (planner/commands/_fastcli.py): no typer, no click, no command face (issue #33)."""
+    assert _loaded_commands(["memory", "llama-3.1-8b", "--json"]) == (0, [])
+    rc, mods = _imported(["memory", "llama-3.1-8b", "--context", "8k", "-np", "2", "--json"])
+    assert rc == 0 and _loaded(mods, ("typer", "click")) == []
+    rc, mods = _imported(["--version"])
+    assert rc == 0 and _loaded(mods, ("typer", "click", "planner.sources")) == []
 
 
 def test_help_imports_every_command_module():

@@ -1,4 +1,5 @@
-"""What the command faces share: the typer app they register on, JSON out, warnings, and small flag helpers.
+"""What the command faces share: the typer app they register on (with its root callback), and what they print
+through (planner/commands/_output.py, re-exported here: JSON out, warnings, small flag helpers).
 
 `--draft` as a drafting method is in _methods.py (only memory and fit take one).
 
@@ -7,15 +8,13 @@
 
 from __future__ import annotations
 
-import json
-from typing import Any
+from typing import Annotated
 
 import typer
 
-from .. import engines
-from ..core.constants import JSON_SCHEMA_VERSION
-from ..core.errors import one_line
-from ..render.escape import no_commands
+from ._output import echo, emit, engine_for, say, split_values, version_line, warn
+
+__all__ = ["app", "echo", "emit", "engine_for", "say", "split_values", "version_line", "warn"]
 
 # Plain click help (rich_markup_mode=None): examples in `\b` blocks stay one pasteable line each, and flags
 # carry no `<bool>` type labels (typer's rich panels reflow examples and label every option's type).
@@ -23,41 +22,17 @@ app = typer.Typer(add_completion=True, no_args_is_help=True, pretty_exceptions_e
                   help="Plan speculative decoding before you deploy: fit, compatibility, speed-up.")
 
 
-def emit(data: Any) -> None:
-    """JSON to stdout. An object starts with `"schema_version"` (docs/json.md); a list is printed as it is.
+def _print_version(value: bool) -> None:
+    if value:
+        echo(version_line())
+        raise typer.Exit(0)
 
-    Why lists stay bare: `catalog --json` and `machines list --json` have always printed a list, and
-    wrapping it in an object would break every consumer that iterates over it.
+
+@app.callback()
+def _root(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                 help="Print 'spec-planner <version>' and exit.")] = False) -> None:
+    """The root's only option besides --help (listed in root help); `_print_version` answers it eagerly.
+
+    planner.cli answers a leading --version before importing typer; this callback answers it anywhere else
+    on the root. The root itself does nothing: every answer comes from a command.
     """
-    if isinstance(data, dict):
-        data = {"schema_version": JSON_SCHEMA_VERSION, **data}
-    typer.echo(json.dumps(data, indent=2, sort_keys=False))
-
-
-def say(text: str, *, err: bool = False) -> None:
-    """Print command output (a table, a report, a note): no line of it can start a GitHub workflow command.
-
-    Why every face prints through here: names in tables come from policies and machine files, and a
-    runner runs any output line starting `::` (`::stop-commands::x` silences the gate's own annotations);
-    only `commands/check.py` writes annotations, with typer.echo, on purpose (render/escape.py).
-    """
-    typer.echo(no_commands(text), err=err)
-
-
-def warn(msg: str) -> None:
-    # one line even when it quotes a hostile file, and never wrapped: every stderr line starts "warning: " or
-    # "error: " (tests/test_fuzz_*), so no file name can forge one; the 80-column rule holds for stdout
-    typer.echo(f"warning: {one_line(msg)}", err=True)
-
-
-def split_values(values: list[str] | None) -> list[str]:
-    """Repeated and comma-separated values, in order."""
-    return [x.strip() for v in values or [] for x in v.split(",") if x.strip()]
-
-
-def engine_for(name: str, *specs, kind: str | None = None) -> str:
-    """--engine auto: llama.cpp when a model is a GGUF file (what runs GGUFs natively), else the registry's
-    default for the machine kind (None, no machine named: transformers); any other name, canonical."""
-    if name.strip().lower() == "auto":
-        return engines.default_engine(kind, gguf=any(s is not None and s.source == "gguf" for s in specs))
-    return engines.canonical(name)

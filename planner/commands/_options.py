@@ -10,6 +10,7 @@ from typing import Annotated
 import typer
 
 from .. import engines
+from ..core.constants import MAX_BATCH
 
 # the engine choices come from the registry (engines/__init__.py): a registered engine is listed with no edit here
 _ENGINES = " | ".join(engines.names())
@@ -26,7 +27,6 @@ RevisionOpt = Annotated[str | None, typer.Option("--revision", help="Hub revisio
 ContextOpt = Annotated[str, typer.Option("--context", "-c", help="Tokens per sequence (e.g. 8192 or 8k).")]
 # Upper bounds on every number: an absurd value (10^12 sequences, a 5000-digit seed) is refused (exit 2)
 # rather than answered; the bounds are far past any real deployment.
-MAX_BATCH = 9_999_999  # as parse_batches: at most 7 digits
 BatchOpt = Annotated[int, typer.Option("--batch", "-b", help="Concurrent sequences.", min=1, max=MAX_BATCH)]
 # llama.cpp spellings beside the planner's: --parallel N is --batch N (N sequences, one slot each), -cd is
 # the draft's own context (llama-server --ctx-size-draft; default: the target's context per sequence).

@@ -107,6 +107,9 @@ DEFAULT_CONTEXT = 4096
 # Largest K (tokens drafted per round) searched when --max-k is not given: published optima sit at
 # K = 3-6 and the verify curve past 8 rarely pays (docs/speed.md).
 DEFAULT_MAX_K = 8
+# The most concurrent sequences --batch accepts (as parse_batches: at most 7 digits): an absurd value is refused
+# (exit 2) rather than answered. Here, not in commands/_options.py, so the typer-free memory path shares it.
+MAX_BATCH = 9_999_999
 # The CPU torch the README's Quick start and .ci/run install first: every "install torch" hint names it, since an
 # unpinned `pip install torch` pulls a multi-GB CUDA build (tests/test_newcomer_wording.py reads the README's pin)
 TORCH_PIN = "torch==2.13.0"

@@ -1,0 +1,87 @@
+"""`planner memory`'s work, without typer: the ledger of a target and an optional draft, and its fast argv.
+
+Why apart from memory.py (the typer face): a plain `planner memory MODEL [--json ...]` is parsed by
+planner/commands/_fastcli.py and runs `run` with no typer import at all (issue #33: start-up); memory.py
+declares the same options for typer (help, errors, anything unusual) and calls the same `run`. `DEFAULTS`
+are the typer face's defaults too, and tests/test_fastcli.py holds `FAST` equal to that face's options.
+
+Start-up: the ledger of a target alone is the common call, so the drafting methods (and the pairing and
+speed modules they bring) are imported only when --draft or --method asks for one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from ..core.constants import DEFAULT_CONTEXT, MAX_BATCH
+from ..core.units import parse_bytes, parse_tokens
+from ..fits import memory as mem
+from ..fits.budget import overhead_for
+from ..fits.machine_detect import host_kind
+from ..render import text as report
+from ..render import width
+from ..sources import load_spec
+from ._fastcli import FastCommand, Opt
+from ._output import emit, engine_for, say, warn
+
+# Every optional parameter's default, as the typer face declares it (memory.py reads them from here).
+DEFAULTS = {"draft": None, "method_kind": None, "context": str(DEFAULT_CONTEXT), "batch": 1, "draft_context": None,
+            "engine": "auto", "kv_dtype": None, "weights_dtype": None, "group_size": 128, "revision": None,
+            "overhead": None, "as_json": False, "wide": False}
+
+
+def run(model: str, *, draft: str | None, method_kind: str | None, context: str, batch: int,
+        draft_context: str | None, engine: str, kv_dtype: str | None, weights_dtype: str | None, group_size: int,
+        revision: str | None, overhead: str | None, as_json: bool, wide: bool) -> None:
+    """Print the memory ledger of `model` (and of what a draft or method keeps resident) for these settings.
+
+    Every option is given: the typer face passes its parameters, the fast path `DEFAULTS` under what argv set.
+    """
+    width.set_wide(wide)
+    target = load_spec(model, revision=revision)
+    method = None
+    if draft or method_kind:  # start-up: a plain ledger never imports drafting, pairing or speed
+        from ._methods import load_method
+
+        method = load_method(draft, kind=method_kind, target=target)
+    dspec = method.resident_model() if method else None  # what the method keeps resident
+    kind = host_kind()  # a glance at this host: the engine default, and no CUDA context on Metal/CPU
+    settings = mem.Settings(context=parse_tokens(context), batch=batch,
+                            engine=engine_for(engine, target, dspec, kind=kind),
+                            kv_dtype=kv_dtype, weights_dtype=weights_dtype, group_size=group_size,
+                            overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None,
+                            draft_context=parse_tokens(draft_context, what="--draft-context") if draft_context
+                            else None)
+    warnings = [f"{s.id}: {w}" for s in (target, dspec) if s for w in s.warnings]
+    ledger = mem.ledger(target, settings, dspec)
+    if kind in ("apple", "cpu") and settings.overhead_bytes is None:
+        overhead_b, src = overhead_for(kind, settings)
+        ledger = replace(ledger, overhead_bytes=overhead_b, overhead_source=f"{src}: this host has no GPU")
+    if as_json:
+        emit(report.ledger_json(ledger, warnings))
+        return
+    for w in warnings:
+        warn(w)
+    say(report.ledger_table(ledger))
+
+
+def _spellings(dest: str, kind: type, *names: str, lo: int | None = None, hi: int | None = None) -> dict[str, Opt]:
+    return dict.fromkeys(names, Opt(dest, kind, lo, hi))
+
+
+# The options of memory.py's typer face, by every spelling (bounds as there: planner/commands/_options.py).
+FAST = FastCommand("memory", "model", {
+    **_spellings("draft", str, "--draft", "-d"),
+    **_spellings("method_kind", str, "--method"),
+    **_spellings("context", str, "--context", "-c"),
+    **_spellings("batch", int, "--batch", "-b", "--parallel", "-np", lo=1, hi=MAX_BATCH),
+    **_spellings("draft_context", str, "--draft-context", "-cd"),
+    **_spellings("engine", str, "--engine", "-e"),
+    **_spellings("kv_dtype", str, "--kv-dtype"),
+    **_spellings("weights_dtype", str, "--weights-dtype"),
+    **_spellings("group_size", int, "--group-size", lo=1, hi=1 << 20),
+    **_spellings("revision", str, "--revision"),
+    **_spellings("overhead", str, "--overhead"),
+    **_spellings("as_json", bool, "--json"),
+    **_spellings("wide", bool, "--wide"),
+}, run)
