@@ -90,6 +90,7 @@ def test_a_plain_ledger_imports_no_drafting_speed_gguf_or_tabulate(tmp_path):
     rc, mods = _imported(["memory", str(tmp_path), "--json"])
     assert rc == 0 and "planner.fits.memory" in mods
     assert _loaded(mods, NOT_FOR_A_PLAIN_LEDGER) == []
+    assert _loaded(mods, ("planner.sources.gguf", "planner.sources.gguf_header", "typer")) == []  # a folder
 
 
 def test_a_gguf_ledger_reads_types_without_the_gguf_package():

@@ -18,7 +18,6 @@ from .arch.base import ArchSpec, Tensors, token_ids
 from .arch.towers import TOWER_KEYS, size_towers
 from .confidence import level, structural_unread
 from .config import is_nested, normalise
-from .gguf import spec_from_gguf
 from .located import INSTRUCT_NAME, Located
 from .resolve import locate
 from .tensors import (
@@ -72,6 +71,8 @@ def load_spec(ref: str, *, revision: str | None = None) -> ModelSpec:
 def spec_from_located(loc: Located) -> ModelSpec:
     """Interpret located files: arch shapes + weight inventory + provenance."""
     if loc.gguf is not None:
+        from .gguf import spec_from_gguf  # start-up (issue #33): only a GGUF's ledger loads the GGUF reader
+
         return spec_from_gguf(loc)
     text, vision, wrapper = normalise(loc.config, loc.config_origin)
     arch, arch_name, warnings = derive(text, origin=loc.config_origin, nested=is_nested(loc.config))

@@ -16,7 +16,6 @@ from ..core.errors import ConfigError, HeaderError, ModelNotFound, OfflineError
 from ..core.jsonio import read_json_object
 from ..core.quant_checkpoint import from_hf_quant_config
 from . import catalog, hub, hub_cache, mistral_format
-from .gguf import locate_gguf
 from .located import Located
 from .safetensors import read_dir_tensors, read_index
 
@@ -38,6 +37,9 @@ def locate(ref: str, *, revision: str | None = None) -> Located:
         return _from_dir(p, ref, source="local")
     if paths.is_file(p):
         if p.suffix == ".gguf":
+            # start-up (issue #33): a folder's ledger never loads the GGUF reader
+            from .gguf import locate_gguf
+
             return locate_gguf(p, ref)
         if p.name == "config.json":
             return _from_dir(p.parent, ref, source="local")
