@@ -156,9 +156,20 @@ def rule_for(t: TensorInfo, s: Scheme, exact_names: dict[int, frozenset[str]] | 
 
 
 def quantisable(t: TensorInfo, scheme: Scheme) -> bool:
-    """Matrices of attention/FFN/experts/recurrent projections, minus routers and skipped modules."""
+    """Matrices of attention/FFN/experts/recurrent projections, minus routers and skipped modules.
+
+    MLX (kind "mlx") quantises every module with `to_quantized` (Linear, Embedding, SwitchLinear: routers,
+    embeddings and the head too) whose input width the group divides: mlx_lm/utils.py:866-870 @ d78bf58
+    (quantize_model's wrapped_predicate); convolutions and norms have no `to_quantized`."""
+    if scheme.kind == "mlx":
+        linear = t.group in _MLX_GROUPS or (t.group == "other" and bool(_ROUTER.search(t.name)))
+        return (linear and len(t.shape) >= 2 and t.shape[-1] % scheme.group_size == 0
+                and not t.name.endswith("bias") and not _skipped(t.name, scheme.skip))
     return (t.group in QUANTISABLE_GROUPS and len(t.shape) >= 2 and t.shape[-1] >= 16
             and not t.name.endswith("bias") and not _ROUTER.search(t.name) and not _skipped(t.name, scheme.skip))
+
+
+_MLX_GROUPS = QUANTISABLE_GROUPS | {"embedding", "lm_head", "vision"}
 
 
 _TORCH_DTYPE = {"F16": "float16", "BF16": "bfloat16", "F32": "float32"}
@@ -237,6 +248,14 @@ def quantise_tensor(t: TensorInfo, s: Scheme) -> list[TensorInfo]:
         blocks = ceil(d_in, 32)
         return [make_tensor(f"{base}_blocks", (*lead, d_out, blocks, 16), "U8", t.group),
                 make_tensor(f"{base}_scales", (*lead, d_out, blocks), "U8", t.group)]
+    if s.kind == "mlx":
+        # mx.quantize, affine mode (mlx python/mlx/nn/layers/quantized.py @ 29a620c, QuantizedLinear.from_linear
+        # and QuantizedEmbedding.from_embedding: weight, scales, biases = mx.quantize(w, group_size, bits)): 32 / bits weights per uint32, one scale and one bias per group
+        # of inputs, both in the weight's float dtype.  # bytes = out x in x bits/8 + 2 x out x in/g x dtype
+        groups = ceil(d_in, s.group_size)
+        return [make_tensor(f"{base}.weight", (*lead, d_out, ceil(d_in * s.pack_bits, 32)), "U32", t.group),
+                make_tensor(f"{base}.scales", (*lead, d_out, groups), t.dtype, t.group),
+                make_tensor(f"{base}.biases", (*lead, d_out, groups), t.dtype, t.group)]
     if s.kind == "fp4_packed":
         return _fp4_packed(t, s, base, lead, d_out, d_in)
     if s.kind == "scaled":
