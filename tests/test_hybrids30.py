@@ -38,11 +38,11 @@ def _load(tmp_path: Path, name: str, **overrides):
     return load_spec(str(d))
 
 
-def _meta_params(name: str) -> int:
+def _meta_params(name: str, here: Path = HERE, **overrides) -> int:
     """Parameters of transformers' own model for the fixture, built on the meta device (no weights)."""
     torch = pytest.importorskip("torch", reason="the meta-device count needs torch (extra 'real')")
     transformers = pytest.importorskip("transformers", reason="the meta-device count needs transformers")
-    cfg = json.loads((HERE / f"{name}.json").read_text())
+    cfg = {**json.loads((here / f"{name}.json").read_text()), **overrides}
     kw = {k: v for k, v in cfg.items() if k not in ("model_type", "architectures", "torch_dtype")}
     try:
         config = transformers.AutoConfig.for_model(cfg["model_type"], **kw)
@@ -124,3 +124,24 @@ def test_hybrid_bad_plans_are_one_line(tmp_path):
     (tmp_path / "b").mkdir()
     with pytest.raises(ConfigError, match="mamba_d_head"):
         _load(tmp_path / "b", "Bamba-9B", mamba_d_head=96)
+
+
+def test_falcon_h1_05b_matches_transformers_on_the_meta_device(tmp_path):
+    # tests/fixtures/configs/Falcon-H1-0.5B.json (a transcription without mamba_d_ssm): the planner takes the
+    # Mamba inner width as mamba_n_heads x mamba_d_head = 24 x 64 = 1536 (conv state 1536 + 2 x 128 = 1792
+    # channels, as the published cache geometry [1, 1792, 4] says); transformers 5.24 needs mamba_d_ssm
+    # stated (its fallback, expand x hidden = 2048, is not divisible by 24 heads), so it is given here
+    configs = Path(__file__).parent / "fixtures" / "configs"
+    d = tmp_path / "fh1"
+    d.mkdir()
+    (d / "config.json").write_text((configs / "Falcon-H1-0.5B.json").read_text())
+    s = load_spec(str(d))
+    h, n, v, nq, nkv, hd, inter = 1024, 36, 32784, 8, 2, 64, 2048
+    mamba, conv_dim, ssm = _mamba2(h, 24, 64, 128, 4)
+    mamba -= 24 * 64  # mamba_rms_norm false: no gated norm
+    attn = 2 * h * nq * hd + 2 * h * nkv * hd
+    params = n * (attn + mamba + 3 * h * inter + 2 * h) + 2 * v * h + h  # untied head
+    assert conv_dim == 1792 and s.params_total == params == 521_411_104
+    assert _meta_params("Falcon-H1-0.5B", configs, mamba_d_ssm=24 * 64) == params
+    _, state = kv_cache(s, ENGINES["vllm"], 8192)
+    assert state == n * (conv_dim * 3 * 2 + ssm * 2)  # every layer: attention beside the mixer
