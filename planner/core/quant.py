@@ -199,7 +199,8 @@ def quantise_tensor(t: TensorInfo, s: Scheme) -> list[TensorInfo]:
     ceil = lambda a, b: -(-a // b)  # noqa: E731
     if s.kind == "fp8":
         # weight e4m3 + fp32 scales: per [block x block] tile (DeepSeek-V3) or per output row
-        scale = (*lead, ceil(d_out, s.group_size), ceil(d_in, s.group_size)) if s.block_2d else (*lead, d_out, 1)
+        scale = (*lead, block_rows(t.name, d_out, s.group_size), ceil(d_in, s.group_size)) if s.block_2d \
+            else (*lead, d_out, 1)
         return [make_tensor(f"{base}.weight", t.shape, "F8_E4M3", t.group),
                 make_tensor(f"{base}.weight_scale_inv", scale, "F32", t.group)]
     if s.kind == "int8":
@@ -265,6 +266,16 @@ def quantise_tensor(t: TensorInfo, s: Scheme) -> list[TensorInfo]:
     raise UsageError(f"Cannot quantise with scheme '{s.name}'.")
 
 
+def block_rows(name: str, d_out: int, block: int) -> int:
+    """Rows of a 2-D block-scale grid. A fused `gate_up_proj` stands for two checkpoint matrices (each expert's
+    gate_proj and up_proj, as DeepSeek-V3 / Qwen3 FP8 ship them: one weight_scale_inv
+    [ceil(inter / block), ceil(hidden / block)] per projection per expert), so its grid is two grids:
+    2 x ceil(inter / block), not ceil(2 inter / block), when the block does not divide the width."""
+    if name.endswith("gate_up_proj") or name.endswith("gate_up_proj.weight"):
+        return 2 * -(-(d_out // 2) // block)
+    return -(-d_out // block)
+
+
 def _fp4_packed(t: TensorInfo, s: Scheme, base: str, lead: tuple[int, ...], d_out: int,
                 d_in: int) -> list[TensorInfo]:
     """NVFP4 / MXFP4: two e2m1 weights per uint8 + one fp8 scale per group (+ fp32 global/input scales).
@@ -292,7 +303,7 @@ def _scaled(t: TensorInfo, s: Scheme, base: str, lead: tuple[int, ...], d_out: i
     elif s.strategy == "group" and s.group_size:
         scale = (*lead, d_out, -(-d_in // s.group_size))
     elif s.strategy == "block" and all(s.block):
-        scale = (*lead, -(-d_out // s.block[0]), -(-d_in // s.block[1]))
+        scale = (*lead, block_rows(t.name, d_out, s.block[0]), -(-d_in // s.block[1]))
     else:
         scale = (*lead, d_out, 1)
     out = [make_tensor(f"{base}.weight", t.shape, s.fmt, t.group), make_tensor(f"{base}.weight_scale", scale, sd,
