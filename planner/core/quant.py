@@ -27,7 +27,7 @@ class Scheme:
     """A weight format: `kind` selects the layout; `group_size` for int4 groups / fp8 blocks."""
 
     name: str
-    kind: str  # float | fp8 | int8 | int4 | nf4 | mxfp4 | ggml | ct_packed
+    kind: str  # float | fp8 | int8 | int4 | nf4 | mxfp4 | ggml | ct_packed | mlx_affine
     group_size: int = 128
     fmt: str = "BF16"  # float kind: target float format; ggml kind: the block type
     keep_dtype: str = "BF16"  # what non-quantised tensors are kept in
@@ -158,10 +158,10 @@ def rule_for(t: TensorInfo, s: Scheme, exact_names: dict[int, frozenset[str]] | 
 def quantisable(t: TensorInfo, scheme: Scheme) -> bool:
     """Matrices of attention/FFN/experts/recurrent projections, minus routers and skipped modules.
 
-    MLX (kind "mlx") quantises every module with `to_quantized` (Linear, Embedding, SwitchLinear: routers,
+    MLX (kind "mlx_affine") quantises every module with `to_quantized` (Linear, Embedding, SwitchLinear: routers,
     embeddings and the head too) whose input width the group divides: mlx_lm/utils.py:866-870 @ d78bf58
     (quantize_model's wrapped_predicate); convolutions and norms have no `to_quantized`."""
-    if scheme.kind == "mlx":
+    if scheme.kind == "mlx_affine":
         linear = t.group in _MLX_GROUPS or (t.group == "other" and bool(_ROUTER.search(t.name)))
         return (linear and len(t.shape) >= 2 and t.shape[-1] % scheme.group_size == 0
                 and not t.name.endswith("bias") and not _skipped(t.name, scheme.skip))
@@ -249,7 +249,7 @@ def quantise_tensor(t: TensorInfo, s: Scheme) -> list[TensorInfo]:
         blocks = ceil(d_in, 32)
         return [make_tensor(f"{base}_blocks", (*lead, d_out, blocks, 16), "U8", t.group),
                 make_tensor(f"{base}_scales", (*lead, d_out, blocks), "U8", t.group)]
-    if s.kind == "mlx":
+    if s.kind == "mlx_affine":
         # mx.quantize, affine mode (mlx python/mlx/nn/layers/quantized.py @ 29a620c, QuantizedLinear.from_linear
         # and QuantizedEmbedding.from_embedding: weight, scales, biases = mx.quantize(w, group_size, bits)): 32 / bits weights per uint32, one scale and one bias per group
         # of inputs, both in the weight's float dtype.  # bytes = out x in x bits/8 + 2 x out x in/g x dtype

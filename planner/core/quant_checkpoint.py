@@ -209,8 +209,8 @@ def mlx(qc: dict) -> Scheme | None:
             b, eg = _int(entry.get("bits")), _int(entry.get("group_size"), g)
             if not b or str(entry.get("mode") or "affine") != "affine":
                 return None
-            rules.append(Rule((name,), Scheme(f"mlx-{b}bit", "mlx", eg, pack_bits=b, keep_dtype=""), exact=True))
-    rules.append(Rule(("Linear",), Scheme(f"mlx-{bits}bit", "mlx", g, pack_bits=bits, keep_dtype="")))
+            rules.append(Rule((name,), Scheme(f"mlx-{b}bit", "mlx_affine", eg, pack_bits=b, keep_dtype=""), exact=True))
+    rules.append(Rule(("Linear",), Scheme(f"mlx-{bits}bit", "mlx_affine", g, pack_bits=bits, keep_dtype="")))
     return Scheme(f"mlx-{bits}bit-g{g}", "per_module", rules=tuple(rules), skip=tuple(skip), keep_dtype="")
 
 
