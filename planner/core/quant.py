@@ -27,7 +27,7 @@ class Scheme:
     """A weight format: `kind` selects the layout; `group_size` for int4 groups / fp8 blocks."""
 
     name: str
-    kind: str  # float | fp8 | int8 | int4 | nf4 | mxfp4 | ggml | ct_packed
+    kind: str  # float | fp8 | int8 | int4 | nf4 | mxfp4 | ggml | ct_packed | mlx_affine
     group_size: int = 128
     fmt: str = "BF16"  # float kind: target float format; ggml kind: the block type
     keep_dtype: str = "BF16"  # what non-quantised tensors are kept in
@@ -156,9 +156,20 @@ def rule_for(t: TensorInfo, s: Scheme, exact_names: dict[int, frozenset[str]] | 
 
 
 def quantisable(t: TensorInfo, scheme: Scheme) -> bool:
-    """Matrices of attention/FFN/experts/recurrent projections, minus routers and skipped modules."""
+    """Matrices of attention/FFN/experts/recurrent projections, minus routers and skipped modules.
+
+    MLX (kind "mlx_affine") quantises every module with `to_quantized` (Linear, Embedding, SwitchLinear: routers,
+    embeddings and the head too) whose input width the group divides: mlx_lm/utils.py:866-870 @ d78bf58
+    (quantize_model's wrapped_predicate); convolutions and norms have no `to_quantized`."""
+    if scheme.kind == "mlx_affine":
+        linear = t.group in _MLX_GROUPS or (t.group == "other" and bool(_ROUTER.search(t.name)))
+        return (linear and len(t.shape) >= 2 and t.shape[-1] % scheme.group_size == 0
+                and not t.name.endswith("bias") and not _skipped(t.name, scheme.skip))
     return (t.group in QUANTISABLE_GROUPS and len(t.shape) >= 2 and t.shape[-1] >= 16
             and not t.name.endswith("bias") and not _ROUTER.search(t.name) and not _skipped(t.name, scheme.skip))
+
+
+_MLX_GROUPS = QUANTISABLE_GROUPS | {"embedding", "lm_head", "vision"}
 
 
 _TORCH_DTYPE = {"F16": "float16", "BF16": "bfloat16", "F32": "float32"}
@@ -188,7 +199,8 @@ def quantise_tensor(t: TensorInfo, s: Scheme) -> list[TensorInfo]:
     ceil = lambda a, b: -(-a // b)  # noqa: E731
     if s.kind == "fp8":
         # weight e4m3 + fp32 scales: per [block x block] tile (DeepSeek-V3) or per output row
-        scale = (*lead, ceil(d_out, s.group_size), ceil(d_in, s.group_size)) if s.block_2d else (*lead, d_out, 1)
+        scale = (*lead, block_rows(t.name, d_out, s.group_size), ceil(d_in, s.group_size)) if s.block_2d \
+            else (*lead, d_out, 1)
         return [make_tensor(f"{base}.weight", t.shape, "F8_E4M3", t.group),
                 make_tensor(f"{base}.weight_scale_inv", scale, "F32", t.group)]
     if s.kind == "int8":
@@ -237,6 +249,14 @@ def quantise_tensor(t: TensorInfo, s: Scheme) -> list[TensorInfo]:
         blocks = ceil(d_in, 32)
         return [make_tensor(f"{base}_blocks", (*lead, d_out, blocks, 16), "U8", t.group),
                 make_tensor(f"{base}_scales", (*lead, d_out, blocks), "U8", t.group)]
+    if s.kind == "mlx_affine":
+        # mx.quantize, affine mode (mlx python/mlx/nn/layers/quantized.py @ 29a620c, QuantizedLinear.from_linear
+        # and QuantizedEmbedding.from_embedding: weight, scales, biases = mx.quantize(w, group_size, bits)): 32 / bits weights per uint32, one scale and one bias per group
+        # of inputs, both in the weight's float dtype.  # bytes = out x in x bits/8 + 2 x out x in/g x dtype
+        groups = ceil(d_in, s.group_size)
+        return [make_tensor(f"{base}.weight", (*lead, d_out, ceil(d_in * s.pack_bits, 32)), "U32", t.group),
+                make_tensor(f"{base}.scales", (*lead, d_out, groups), t.dtype, t.group),
+                make_tensor(f"{base}.biases", (*lead, d_out, groups), t.dtype, t.group)]
     if s.kind == "fp4_packed":
         return _fp4_packed(t, s, base, lead, d_out, d_in)
     if s.kind == "scaled":
@@ -244,6 +264,16 @@ def quantise_tensor(t: TensorInfo, s: Scheme) -> list[TensorInfo]:
     if s.kind == "ggml":
         return [make_tensor(t.name, t.shape, s.fmt, t.group)]
     raise UsageError(f"Cannot quantise with scheme '{s.name}'.")
+
+
+def block_rows(name: str, d_out: int, block: int) -> int:
+    """Rows of a 2-D block-scale grid. A fused `gate_up_proj` stands for two checkpoint matrices (each expert's
+    gate_proj and up_proj, as DeepSeek-V3 / Qwen3 FP8 ship them: one weight_scale_inv
+    [ceil(inter / block), ceil(hidden / block)] per projection per expert), so its grid is two grids:
+    2 x ceil(inter / block), not ceil(2 inter / block), when the block does not divide the width."""
+    if name.endswith("gate_up_proj") or name.endswith("gate_up_proj.weight"):
+        return 2 * -(-(d_out // 2) // block)
+    return -(-d_out // block)
 
 
 def _fp4_packed(t: TensorInfo, s: Scheme, base: str, lead: tuple[int, ...], d_out: int,
@@ -273,7 +303,7 @@ def _scaled(t: TensorInfo, s: Scheme, base: str, lead: tuple[int, ...], d_out: i
     elif s.strategy == "group" and s.group_size:
         scale = (*lead, d_out, -(-d_in // s.group_size))
     elif s.strategy == "block" and all(s.block):
-        scale = (*lead, -(-d_out // s.block[0]), -(-d_in // s.block[1]))
+        scale = (*lead, block_rows(t.name, d_out, s.block[0]), -(-d_in // s.block[1]))
     else:
         scale = (*lead, d_out, 1)
     out = [make_tensor(f"{base}.weight", t.shape, s.fmt, t.group), make_tensor(f"{base}.weight_scale", scale, sd,

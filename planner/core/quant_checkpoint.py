@@ -68,6 +68,8 @@ def from_quantization_config(qc: dict) -> Scheme | None:
         return Scheme("mxfp4", "mxfp4", 32, skip=skip)
     if method == "compressed-tensors":
         return compressed_tensors(qc)
+    if not method and "group_size" in qc and "bits" in qc:
+        return mlx(qc)
     if method == "bitsandbytes":
         names = qc.get("llm_int8_skip_modules") or []
         skip += tuple(s for s in (names if isinstance(names, list) else []) if isinstance(s, str))
@@ -176,6 +178,40 @@ def _modelopt_algo(algo: str, group: int) -> Scheme | None:
     if algo == "FP8_PB_WO":
         return Scheme("fp8", "scaled", fmt="F8_E4M3", strategy="block", block=(128, 128), scale_dtype="F32")
     return None
+
+
+_MLX_EXPERTS = {"switch_mlp.gate_proj": "experts.gate_up_proj", "switch_mlp.up_proj": "experts.gate_up_proj",
+                "switch_mlp.down_proj": "experts.down_proj"}
+
+
+def mlx(qc: dict) -> Scheme | None:
+    """mlx-lm's `quantization` {group_size, bits, mode, <module path>: {group_size, bits} | false} -> rules.
+
+    mlx_lm/utils.py @ d78bf58: quantize_model (:818) writes the defaults (:858) and, for a module its
+    model's quant_predicate sizes otherwise, the module's own parameters under its path (:876), then
+    copies the dict to `quantization_config` (:889); load_model quantises a path listed there with its
+    entry (:378-379). Only the affine mode (scales + biases) is sized; mxfp4 / nvfp4 / mxfp8 are not (None).
+    A module the predicate left unquantised without saying so is not visible in the config: the header,
+    when there is one, is the exact source.
+    """
+    bits, g = _int(qc.get("bits")), _int(qc.get("group_size"))
+    if not bits or not g or str(qc.get("mode") or "affine") != "affine":
+        return None
+    rules: list[Rule] = []
+    skip: list[str] = []
+    for path, entry in qc.items():
+        if not isinstance(path, str) or "." not in path:
+            continue
+        name = next((path[: -len(k)] + v for k, v in _MLX_EXPERTS.items() if path.endswith(k)), path)
+        if entry is False:
+            skip.append(name)
+        elif isinstance(entry, dict):
+            b, eg = _int(entry.get("bits")), _int(entry.get("group_size"), g)
+            if not b or str(entry.get("mode") or "affine") != "affine":
+                return None
+            rules.append(Rule((name,), Scheme(f"mlx-{b}bit", "mlx_affine", eg, pack_bits=b, keep_dtype=""), exact=True))
+    rules.append(Rule(("Linear",), Scheme(f"mlx-{bits}bit", "mlx_affine", g, pack_bits=bits, keep_dtype="")))
+    return Scheme(f"mlx-{bits}bit-g{g}", "per_module", rules=tuple(rules), skip=tuple(skip), keep_dtype="")
 
 
 def from_hf_quant_config(hq: dict) -> dict | None:

@@ -101,7 +101,8 @@ def spec_from_located(loc: Located) -> ModelSpec:
         stored_extra = inv.excluded_bytes - (mtp.nbytes if mtp else 0)
     else:
         stored = logical
-        qc = text.get("quantization_config")
+        # mlx-lm writes `quantization` (and, since mlx-lm #957, the same dict as quantization_config)
+        qc = text.get("quantization_config") or text.get("quantization")
         scheme = quant_checkpoint.from_quantization_config(qc) if isinstance(qc, dict) else None
         stored_only = quant.apply(arch.stored_tensors, scheme) if scheme is not None else arch.stored_tensors
         stored_extra = sum(x.nbytes for x in stored_only)
