@@ -14,8 +14,9 @@ from ..core.spec import NONE, ModelSpec
 from .kernel_model import Matmul
 
 
-def forward_matmuls(spec: ModelSpec, n: int) -> tuple[Matmul, ...]:
-    """The matmuls one forward of n tokens runs (count = per forward), the lm_head included."""
+def forward_matmuls(spec: ModelSpec, n: int, *, experts: bool = True) -> tuple[Matmul, ...]:
+    """The matmuls one forward of n tokens runs (count = per forward), the lm_head included; `experts`: False
+    leaves the routed experts out (a backend that runs them on their own kernels, speed/moe_dispatch.py)."""
     h = spec.hidden
     out: list[Matmul] = []
     covered = 0.0  # parameters the shapes account for, at one token
@@ -31,8 +32,9 @@ def forward_matmuls(spec: ModelSpec, n: int) -> tuple[Matmul, ...]:
             covered += 3 * h * layer.ffn_width
         elif layer.ffn == "moe" and spec.moe is not None:
             m = spec.moe
-            touched = expected_experts_touched(m.experts, m.experts_per_token, n)
-            out += [Matmul(m.expert_intermediate, h, 2 * touched), Matmul(h, m.expert_intermediate, touched)]
+            if experts:
+                touched = expected_experts_touched(m.experts, m.experts_per_token, n)
+                out += [Matmul(m.expert_intermediate, h, 2 * touched), Matmul(h, m.expert_intermediate, touched)]
             covered += 3 * h * m.expert_intermediate * m.experts_per_token
             if m.shared_experts and m.shared_intermediate:
                 width = m.shared_experts * m.shared_intermediate

@@ -260,8 +260,9 @@ def slower_reasons(verify_s: Sequence[float], draft_s: float, alpha: Alpha, over
     found = []  # (named, helps, severity, text)
     found.append((cf.flat_verify > 1.0 or slope >= VERIFY_SLOPE_WARN, helps(cf.flat_verify), slope / VERIFY_SLOPE_WARN,
                   f"verification not batch-parallel: t_v(n) grows ~linearly with n (t_v({k + 1})/t_v(1) = "
-                  f"{verify_s[k] / t1:.2f} at K={k}; each extra verified token costs {slope:.2f} of a one-token "
-                  f"step on average, 0 ideal, 1 serial); a flat verify cost would give {cf.flat_verify:.2f}x"))
+                  f"{verify_s[k] / t1:.2f} at K={k}; each extra verified token costs "
+                  f"{verify_slope(verify_s, k + 1) if k else 0.0:.2f} of a one-token step there, 0 ideal, 1 serial); "
+                  f"a flat verify cost would give {cf.flat_verify:.2f}x"))
     c = draft_s / t1
     found.append((cf.free_draft > 1.0 or c >= DRAFT_RATIO_WARN, helps(cf.free_draft), c / DRAFT_RATIO_WARN,
                   f"draft too slow: t_d/t_v(1) = {c:.2f} (K={k} drafts cost {k * c:.2f} target steps per round); "

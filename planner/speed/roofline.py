@@ -39,7 +39,7 @@ from ..engines import versions
 from ..engines.base import Engine, share_key
 from ..fits import memory
 from ..fits.memory import Settings
-from . import kernels
+from . import kernels, moe_dispatch
 from .matmuls import expected_experts_touched, forward_matmuls
 
 LABEL = "roofline"
@@ -279,20 +279,23 @@ def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int,
         raise MachineError(f"Cannot compute a roofline for '{getattr(machine, 'name', 'machine')}': "
                            f"bandwidth_bytes_per_s is {machine.bandwidth_bytes_per_s} (expected > 0).")
     peak, key = peak_flops_for(spec, s, machine, compute_dtype)
+    fmt, fmt_why = format_factor(spec, s, machine)
     w = weight_bytes_read(spec, s, n * batch)
+    ex = routed_experts(spec, s, machine, n * batch, bw * fmt, peak)  # None: experts priced as dense weights
+    w -= round(ex.touched_bytes) if ex else 0
     kv = batch * kv_bytes_moved(spec, s, context, n)
     lg = logit_bytes(spec, n * batch)
     flops = batch * forward_flops(spec, context, n)
     r = kernel_ratio(spec, s, getattr(machine, "kind", "gpu"), n * batch, measured_only=batch > 1,
                      chip_class=kernels.gpu_class(machine), machine=machine)
-    comp_s = comp_lo = comp_hi = flops / peak
-    tiled = matrix_seconds(spec, s, machine, n * batch, peak)
+    comp_s = comp_lo = comp_hi = (flops - (ex.flops if ex else 0.0)) / peak
+    tiled = matrix_seconds(spec, s, machine, n * batch, peak, experts=ex is None)
     if tiled is not None:  # past the vector kernels: weights stream once, the tiles' FLOPs bind
         r = kernels.Ratio(1.0, 1.0, 1.0, "matrix", tiled[3])
         rest = flops - 2.0 * batch * n * matmul_params(spec)  # attention over the prefix: untiled
         comp_s, comp_lo, comp_hi = (t + max(rest, 0.0) / peak for t in tiled[:3])
-    fmt, fmt_why = format_factor(spec, s, machine)
     mem_s, mem_lo, mem_hi = ((w * x / fmt + kv + lg) / bw for x in (r.central, r.low, r.high))
+    ex_s, ex_lo, ex_hi = (ex.seconds, ex.seconds_low, ex.seconds_high) if ex else (0.0, 0.0, 0.0)
     beyond = (beyond_curve_s(spec, s, machine, n * batch, comp_s)
               if batch > 1 and r.basis not in ("none", "matrix") else 0.0)
     if overhead_s is None:
@@ -313,10 +316,14 @@ def forward_cost(spec: ModelSpec, machine: MachineLike, *, n: int, context: int,
     if beyond:
         src += (f"; {beyond * 1e3:.3g} ms of matmul rows past the published kernel curve added, not overlapped "
                 f"(low end: overlapped)")
-    return ForwardCost(seconds=max(mem_s + beyond, comp_s) + extra, memory_s=mem_s, compute_s=comp_s,
+    if ex:
+        src += f"; {ex_s * 1e3:.3g} ms {ex.source}"
+        w += round(ex.bytes_streamed)
+    return ForwardCost(seconds=max(mem_s + beyond, comp_s) + ex_s + extra, memory_s=mem_s + ex_s, compute_s=comp_s,
                        overhead_s=overhead_s, bytes_moved=w + kv + lg, weight_bytes=w, kv_bytes=kv, flops=flops,
                        bound=bound, n=n, context=context, source=src,
-                       seconds_low=max(mem_lo, comp_lo) + extra, seconds_high=max(mem_hi + beyond, comp_hi) + extra,
+                       seconds_low=max(mem_lo, comp_lo) + ex_lo + extra,
+                       seconds_high=max(mem_hi + beyond, comp_hi) + ex_hi + extra,
                        kernel_basis=r.basis, batch=batch, logit_bytes=lg, comm_s=comm)
 
 
@@ -326,11 +333,12 @@ def matmul_params(spec: ModelSpec) -> float:
 
 
 def matrix_seconds(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int,
-                   peak: float) -> tuple[float, float, float, tuple[str, ...]] | None:
+                   peak: float, *, experts: bool = True) -> tuple[float, float, float, tuple[str, ...]] | None:
     """(central, fast, slow) seconds of the weight matmuls on the backend's tiled matrix kernel, and why.
 
     None where the forward runs the vector kernels, the backend has no matrix model, or the machine
-    catalogues no GPU core count (the roofline's plain compute term then stands).
+    catalogues no GPU core count (the roofline's plain compute term then stands). `experts`: False where
+    the routed experts have their own kernels (routed_experts).
     """
     cores = getattr(machine, "gpu_cores", None)
     if not cores or peak <= 0:
@@ -339,12 +347,27 @@ def matrix_seconds(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int
                                rows)
     if mk is None:
         return None
-    t = mk.seconds(forward_matmuls(spec, rows), rows, peak, int(cores))
+    t = mk.seconds(forward_matmuls(spec, rows, experts=experts), rows, peak, int(cores))
     lo, hi = mk.residuals()
     why = (f"tiled matmul: {mk.tile_rows} x {mk.tile_tokens} tiles, {mk.peak_share:g} of {peak / 1e12:.4g} TFLOP/s once "
            f"{mk.saturation:g} threadgroups per core fill {cores} cores ({mk.source}); calibration residuals "
            f"{lo:.2f}-{hi:.2f}x",)
     return t, t * min(lo, 1.0), t * max(hi, 1.0), why
+
+
+def routed_experts(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int, bw: float,
+                   peak: float) -> moe_dispatch.ExpertCost | None:
+    """The routed experts' own cost where the backend switches their kernel with the token count
+    (speed/moe_dispatch.py: llama.cpp Metal's mul_mv_id / mul_mm_id); None elsewhere or for a dense model."""
+    kind, chip_class = getattr(machine, "kind", "gpu"), kernels.gpu_class(machine)
+    backend, fam = kernel_key(spec, s, kind, chip_class)
+    d = moe_dispatch.dispatch(backend)
+    experts_bytes = memory.bytes_by_group(spec, s).get("experts", 0) if d is not None and spec.moe else 0
+    if d is None or not experts_bytes:
+        return None
+    mk = kernels.matrix_kernel(backend, fam, max(rows, d.matrix_from))
+    return moe_dispatch.expert_cost(spec, d, float(experts_bytes), rows, bw, mk, peak,
+                                    int(getattr(machine, "gpu_cores", 0) or 0))
 
 
 def beyond_curve_s(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int, comp_s: float) -> float:
