@@ -56,11 +56,3 @@ def test_llamacpp_converts_then_loads_the_files_it_wrote(capsys):
     assert "--remote meta-llama/Llama-3.1-8B-Instruct" in steps[0]
     assert "--remote meta-llama/Llama-3.2-1B-Instruct" in steps[2]
 
-
-def test_vllm_int4_says_what_runs_it(capsys):
-    rec = plan(capsys, "qwen2.5-14b-instruct", "--machine", "rtx-4090", "--engine", "vllm", "--weights-dtype",
-               "int4")
-    note = rec["launch"].get("note", "")
-    # vLLM takes no flag that quantises to AWQ/GPTQ int4: the note names the checkpoint it needs, and the
-    # in-flight 4-bit path with how to plan for it
-    assert "AWQ/GPTQ" in note and "--quantization bitsandbytes (plan it with --weights-dtype nf4)" in note

@@ -16,6 +16,7 @@ from dataclasses import replace
 from ..core.calibration import ANY, get, sourced
 from ..core.constants import MiB
 from ..core.spec import LayerSpec
+from ..sources import quantised
 from . import vllm
 from .base import (
     CATALOG,
@@ -101,15 +102,21 @@ def launch(x: LaunchInput) -> dict[str, str]:
     (model.py:197), --speculative-* (spec.py:31-69); flag names are the field names with dashes
     (arg_utils.py:288-290).
     """
-    cmd = f"sglang serve --model-path {quote(x.target)} --context-length {x.context}"
-    notes = []
+    # a catalogued AWQ/GPTQ checkpoint rather than torchao's load-time int4: 4x less to download
+    served = (vllm.int4_served(x.target, MARLIN, "") if quantised.is_int4(x.weights_quant)
+              and quantised.int4_repo(x.target) else None)
+    cmd = f"sglang serve --model-path {quote(served.model if served else x.target)} --context-length {x.context}"
+    notes = list(served.notes) if served else []
     if x.tp > 1:
         cmd += f" --tp-size {x.tp}"
     if x.pp > 1:
         cmd += f" --pp-size {x.pp}"
-    online = online_quant(x.weights_quant)
-    notes += vllm.weights_notes(x.weights_quant, {x.weights_quant.lower(): online} if x.weights_quant and online
-                                else {})
+    online = None if served else online_quant(x.weights_quant)
+    if served:
+        cmd += " " + served.flag
+    else:
+        notes += vllm.weights_notes(x.weights_quant, {x.weights_quant.lower(): online}
+                                    if x.weights_quant and online else {})
     if online:
         cmd += " " + online
         if "torchao" in online:
@@ -128,6 +135,11 @@ def launch(x: LaunchInput) -> dict[str, str]:
                      "another vocabulary (standalone_worker_v2.py:185-215)")
     out = {"command": cmd}
     return with_notes(out, notes)
+
+
+# AWQ/GPTQ int4 checkpoints through the Marlin kernels: QUANTIZATION_CHOICES "gptq_marlin", "awq_marlin"
+# (python/sglang/srt/arg_groups/choices.py:36-37 @0099dee).
+MARLIN = {"awq": "--quantization awq_marlin", "gptq": "--quantization gptq_marlin"}
 
 
 def online_quant(quant: str | None, group_size: int = 128) -> str | None:

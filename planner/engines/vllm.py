@@ -10,10 +10,13 @@ at TP1, 3.58 GiB at TP2), PR #17866 and RFC #6854 (per-step CPU work).
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 from ..core.calibration import ANY, Calibration, get, sourced
 from ..core.constants import MiB
 from ..core.spec import LayerSpec
+from ..sources import quantised
 from .base import (
     CUDA_GEMM_EFFICIENCY,
     DRAFT_MODEL,
@@ -107,13 +110,17 @@ def launch(x: LaunchInput) -> dict[str, str]:
     SpeculativeConfig fields of vllm/config/speculative.py: method :419, model :416,
     num_speculative_tokens :413, draft_tensor_parallel_size :427, use_heterogeneous_vocab :496).
     """
-    cmd = f"vllm serve {quote(x.target)} --max-model-len {x.context}"
-    notes = []
+    served = int4_served(x.target, MARLIN, CONVERTED) if quantised.is_int4(x.weights_quant) else None
+    cmd = f"vllm serve {quote(served.model if served else x.target)} --max-model-len {x.context}"
+    notes = list(served.notes) if served else []
     if x.tp > 1:
         cmd += f" --tensor-parallel-size {x.tp}"
     if x.pp > 1:
         cmd += f" --pipeline-parallel-size {x.pp}"
-    notes += weights_notes(x.weights_quant)
+    if served:
+        cmd += " " + served.flag
+    else:
+        notes += weights_notes(x.weights_quant)
     if (x.weights_quant or "").lower() in ONLINE_QUANT:
         cmd += " " + ONLINE_QUANT[(x.weights_quant or "").lower()]
     if x.gpu_memory_utilization:
@@ -127,8 +134,48 @@ def launch(x: LaunchInput) -> dict[str, str]:
     if spec is not None:
         out["speculative_config"] = json.dumps(spec)
         cmd += f" --speculative-config {quote(out['speculative_config'])}"
+    if served and served.convert:
+        out["convert"] = served.convert
     out["command"] = cmd
     return with_notes(out, notes)
+
+
+# An int4 plan's checkpoint as vLLM loads it: a catalogued AWQ/GPTQ repo through the Marlin kernels
+# (--quantization awq_marlin | gptq_marlin, QuantizationMethods in
+# vllm/model_executor/layers/quantization/__init__.py:23, :25 @0034007), else the folder llm-compressor
+# writes, whose config names compressed-tensors (:27).
+MARLIN = {"awq": "--quantization awq_marlin", "gptq": "--quantization gptq_marlin"}
+CONVERTED = "--quantization compressed-tensors"
+
+
+@dataclass(frozen=True)
+class Served:
+    """What an int4 plan serves: the model (a Hub id or the folder a convert step writes), the engine's
+    flag for its format, the convert step when one is needed ("" else) and what to tell the user."""
+
+    model: str
+    flag: str
+    convert: str
+    notes: tuple[str, ...]
+
+
+def int4_served(ref: str, flags: Mapping[str, str], converted: str) -> Served:
+    """The checkpoint an int4 plan of `ref` serves (sources/quantised.py): the catalogued pre-quantised repo
+    with `flags[method]`, else llm-compressor's W4A16 folder with `converted` after its convert step.
+
+    Why: neither vLLM nor SGLang quantises a 16-bit checkpoint to AWQ/GPTQ int4 at load; serving the
+    16-bit model would not be the plan the ledger sized.
+    """
+    repo = quantised.int4_repo(ref)
+    if repo is not None:
+        return Served(repo.repo, flags[repo.method], "",
+                      (f"serves {repo.repo}: the {repo.method.upper()} int4 checkpoint of {repo.base} "
+                       f"(catalogs/quantised)",))
+    step, folder = quantised.w4a16_convert(ref)
+    return Served(folder, converted, step,
+                  (f"no catalogued int4 checkpoint of {ref}: the convert step (pip install llmcompressor; "
+                   f"GPTQ W4A16, group 128, 512 calibration samples) writes {folder}, which the command "
+                   f"serves",))
 
 
 # prompt_lookup_min when the planner prints n-gram lookup: vLLM's own default is 5 for both ends

@@ -61,6 +61,8 @@ def command_lines(command: str, *, indent: str = "", head: str = "") -> list[str
         words = shlex.split(command)
     except ValueError:  # not shell syntax (a Python snippet): leave it whole
         return [first + command]
+    if len(words) == 3 and words[:2] == ["python", "-c"] and "'" not in words[2]:
+        return _program_lines(words[2], first, indent)
     groups: list[str] = []
     for w in words:
         q = shlex.quote(w)
@@ -97,6 +99,25 @@ def _json_lines(line: str, pad: str) -> list[str]:
         start = last + 1
     out.append(line[start:])
     return [out[0], *(pad + x for x in out[1:])]
+
+
+def _program_lines(program: str, first: str, indent: str) -> list[str]:
+    """`python -c '...'` with its program one statement a line (a newline where it had '; ') and each
+    statement broken inside its parentheses: both newlines land inside the single quotes, where Python
+    reads them as a statement end and as nothing, so pasting the lines runs the same program."""
+    statements, start, quote, escaped = [], 0, "", False
+    for i, ch in enumerate(program):
+        if quote:
+            escaped, quote = (not escaped and ch == "\\"), ("" if ch == quote and not escaped else quote)
+        elif ch == '"':
+            quote = ch
+        elif program.startswith("; ", i):
+            statements.append(program[start:i + 1])
+            start = i + 2
+    statements.append(program[start:])
+    lines = [line for st in statements for line in python_lines(st)]
+    return [first + "python -c '" + lines[0], *lines[1:-1], lines[-1] + "'"] if len(lines) > 1 else \
+        [first + "python -c '" + lines[0] + "'"]
 
 
 def python_lines(line: str, *, indent: str = "") -> list[str]:
