@@ -249,10 +249,11 @@ class _Cursor:
         walk resumes at the next string (no string is walked twice). A length past the end of the file
         sends the array to the checked loop, which says exactly where. A skipped array keeps nothing.
         """
-        start, parts = self.pos, None if skip else []
+        parts: list[bytes] = []
+        start, kept = self.pos, None if skip else parts  # None: the walk keeps nothing
         done, pos = 0, start
         while True:
-            walked, pos, need = _walk(self.buf, pos, n - done, self.e, parts)
+            walked, pos, need = _walk(self.buf, pos, n - done, self.e, kept)
             done += walked
             if pos > self.end or (done < n and need > self.end):  # a length past the file: say exactly which
                 self.pos = start
