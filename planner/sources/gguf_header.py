@@ -23,7 +23,7 @@ import itertools
 import os
 import stat
 import struct
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -153,12 +153,21 @@ class _Cursor:
     holds: a read past `avail` but inside `end` asks `read_header` for a longer prefix (`_NeedMore`).
     """
 
-    __slots__ = ("avail", "buf", "e", "elems", "end", "origin", "pos")
+    __slots__ = ("avail", "buf", "e", "elems", "end", "grow", "origin", "pos")
 
-    def __init__(self, buf: Any, origin: str, endian: str, end: int | None = None) -> None:
-        self.buf, self.origin, self.e = buf, origin, endian
+    def __init__(self, buf: Any, origin: str, endian: str, end: int | None = None,
+                 grow: Callable[[int], None] | None = None) -> None:
+        self.buf, self.origin, self.e, self.grow = buf, origin, endian, grow
         self.pos, self.avail, self.elems = 0, len(buf), 0
         self.end = len(buf) if end is None else end
+
+    def more(self, upto: int) -> None:
+        """Bytes up to `upto` (inside the file): `grow` extends `buf` in place (read_header's bytearray), so
+        the walk goes on where it stopped; without it the whole parse starts again on a longer prefix."""
+        if self.grow is None:
+            raise _NeedMore(upto)
+        self.grow(upto)
+        self.avail = len(self.buf)
 
     def fail(self, what: str, reason: str, fix: str = "The file is corrupt or not a GGUF model: "
              "re-download or re-convert it") -> HeaderError:
@@ -169,7 +178,7 @@ class _Cursor:
             raise self.fail(what, f"needs {n} more bytes at offset {self.pos} but only {self.end - self.pos} "
                                   f"remain (truncated file)")
         if self.pos + n > self.avail:
-            raise _NeedMore(self.pos + n)
+            self.more(self.pos + n)
 
     def scalar(self, vtype: int, what: str) -> Any:
         code = _CODES[vtype]
@@ -234,7 +243,37 @@ class _Cursor:
         return tuple(self.value(ARRAY, f"{key}[{i}]", depth + 1) for i in range(n))
 
     def string_array(self, n: int, what: str, skip: bool) -> tuple[str, ...]:
-        """n strings in one loop (the hot path: 262k tokens), then one decode of the joined bytes."""
+        """n strings in one loop (the hot path: 262k tokens), then one decode of the joined bytes.
+
+        `_walk` goes as far as the bytes read; where they end inside the array the cursor reads on and the
+        walk resumes at the next string (no string is walked twice). A length past the end of the file
+        sends the array to the checked loop, which says exactly where. A skipped array keeps nothing.
+        """
+        parts: list[bytes] = []
+        start, kept = self.pos, None if skip else parts  # None: the walk keeps nothing
+        done, pos = 0, start
+        while True:
+            walked, pos, need = _walk(self.buf, pos, n - done, self.e, kept)
+            done += walked
+            if pos > self.end or (done < n and need > self.end):  # a length past the file: say exactly which
+                self.pos = start
+                parts = self._checked_strings(n, what, skip)
+                break
+            if done == n:
+                self.pos = pos
+                break
+            self.more(need)  # the bytes read end inside the array: read on, walk on from string `done`
+        if skip or not n:
+            return ()
+        # One decode: NUL is a whole UTF-8 character and never part of an invalid sequence, so
+        # splitting the joined text on it gives back the n strings unless one contains a NUL.
+        text = b"\x00".join(parts).decode("utf-8", "replace")
+        if text.count("\x00") == n - 1:
+            return tuple(text.split("\x00"))
+        return tuple(bytes(p).decode("utf-8", "replace") for p in parts)
+
+    def _checked_strings(self, n: int, what: str, skip: bool) -> list[bytes]:
+        """The array walked with every length checked against the file and the bytes read (the slow path)."""
         buf, pos, end, avail = self.buf, self.pos, self.end, self.avail
         unpack = struct.Struct(self.e + "Q").unpack_from
         parts: list[bytes] = []
@@ -256,14 +295,39 @@ class _Cursor:
         except struct.error:
             raise self.fail(what, f"string length at offset {pos} runs past the end (truncated)") from None
         self.pos = pos
-        if skip or not n:
-            return ()
-        # One decode: NUL is a whole UTF-8 character and never part of an invalid sequence, so
-        # splitting the joined text on it gives back the n strings unless one contains a NUL.
-        text = b"\x00".join(parts).decode("utf-8", "replace")
-        if text.count("\x00") == n - 1:
-            return tuple(text.split("\x00"))
-        return tuple(bytes(p).decode("utf-8", "replace") for p in parts)
+        return parts
+
+
+def _walk(buf: Any, pos: int, n: int, endian: str, parts: list[bytes] | None) -> tuple[int, int, int]:
+    """Up to n length-prefixed strings from `pos`, their bytes added to `parts` (None: skipped).
+
+    Returns (strings walked, the position after them, the byte the next one needs): fewer than n only where
+    the bytes in `buf` end. Why apart from the checked loop: three operations a string instead of ten (a
+    262k-token vocabulary and its merges are most of a GGUF ledger's time). Nothing here trusts a length: a
+    kept string is cut off before a slice could pass the buffer, positions only grow, so the caller's one
+    look at the last position (and the byte needed next) against the file's end catches any lying length.
+    """
+    unpack = struct.Struct(endian + "Q").unpack_from
+    avail, i = len(buf), 0
+    try:
+        if parts is None:  # skipped: a string may end past the bytes read, the next length may not
+            for i in range(n):  # noqa: B007  (i counts the strings walked when a read fails)
+                pos += unpack(buf, pos)[0] + 8
+            else:
+                i = n
+        else:
+            add = parts.append
+            for i in range(n):
+                stop = pos + 8 + unpack(buf, pos)[0]
+                if stop > avail:
+                    return i, pos, stop
+                add(buf[pos + 8:stop])
+                pos = stop
+            else:
+                i = n
+    except struct.error:  # string i's length lies past the bytes read
+        return i, pos, pos + 8
+    return i, pos, pos
 
 
 def _endianness(buf: Any, origin: str) -> tuple[str, int]:
@@ -286,7 +350,7 @@ def _endianness(buf: Any, origin: str) -> tuple[str, int]:
 
 def parse_header(data: Any, origin: str, *, file_size: int | None = None,
                  skip: frozenset[str] = DEFAULT_SKIP, file_index: int = 0, _prefix: bool = False,
-                 max_tensors: int = GGUF_MAX_TENSORS) -> GGUFHeader:
+                 max_tensors: int = GGUF_MAX_TENSORS, _grow: Callable[[int], None] | None = None) -> GGUFHeader:
     """Parse a GGUF header from `data` (the whole file, an mmap, or a prefix of it).
 
     Args:
@@ -308,7 +372,7 @@ def parse_header(data: Any, origin: str, *, file_size: int | None = None,
     if isinstance(data, memoryview):
         data = data.tobytes()
     endian, version = _endianness(data, origin)
-    cur = _Cursor(data, origin, endian, end=file_size if _prefix else None)
+    cur = _Cursor(data, origin, endian, end=file_size if _prefix else None, grow=_grow)
     cur.pos = 8
     n_tensors = cur.count("tensor count", max_tensors, 24)  # name len + n_dims + type + offset
     n_kv = cur.count("key-value count", GGUF_MAX_KV, 13)  # key len + type + 1-byte value
@@ -424,21 +488,28 @@ def read_header(path: str | Path, *, skip: frozenset[str] = DEFAULT_SKIP, file_i
                 raise HeaderError(f"Cannot read GGUF header of '{p}': {size} bytes is too short for a GGUF "
                                   f"file (expected at least 24). Re-download it.", p)
             buf = bytearray()
-            want = min(size, _FIRST_READ_BYTES)
-            while True:
-                buf += _read_upto(fh, want - len(buf))
+
+            def read_to(want: int) -> None:
+                buf.extend(_read_upto(fh, want - len(buf)))  # in place: the cursor's buffer grows
                 if len(buf) < want:
                     raise HeaderError(f"Cannot read GGUF header of '{p}': the file shrank while being read "
                                       f"(expected {size} bytes).", p)
+
+            def grow(upto: int) -> None:
+                """Read on (at least doubling what is read) up to `upto`, never past `max_bytes`."""
+                if upto > max_bytes:
+                    raise HeaderError(f"Cannot read GGUF header of '{p}': the header runs past {max_bytes} "
+                                      f"bytes, more than any real model's (expected a few MB). The file is "
+                                      f"corrupt or hostile.", p)
+                read_to(min(size, max_bytes, max(upto, 2 * len(buf))))
+
+            read_to(min(size, _FIRST_READ_BYTES))
+            while True:
                 try:
                     return parse_header(buf, str(p), file_size=size, skip=skip, file_index=file_index,
-                                        _prefix=True, max_tensors=max_tensors)
-                except _NeedMore as more:
-                    if more.upto > max_bytes:
-                        raise HeaderError(f"Cannot read GGUF header of '{p}': the header runs past {max_bytes} "
-                                          f"bytes, more than any real model's (expected a few MB). The file is "
-                                          f"corrupt or hostile.", p) from None
-                    want = min(size, max_bytes, max(more.upto, 2 * want))
+                                        _prefix=True, max_tensors=max_tensors, _grow=grow)
+                except _NeedMore as more:  # a read that cannot resume (the checked string loop): parse again
+                    grow(more.upto)
     except OSError as e:
         raise HeaderError(f"Cannot read GGUF file '{p}': {e.strerror or e}.", p) from e
 
