@@ -26,7 +26,7 @@ ARCHITECTURES: frozenset[str] = frozenset({
     "nemotron_h", "falcon_h1", "smollm3", "cohere", "starcoder2", "falcon", "bloom", "qwen", "chatglm",
     "persimmon", "glm4_moe_lite", "mimo", "lfm2", "minimax_m1", "kimi_linear", "llama4_text", "gemma4_text",
     "gpt2", "phi", "internlm2", "stablelm", "mamba", "jamba", "cohere2", "nemotron", "gpt_neox", "dbrx",
-    "nemotron_nas", "hunyuan_v1_moe", "mimo_v2_flash", "molmo", "deepseek_v32", "bamba", "granitemoehybrid",
+    "nemotron_nas", "hunyuan_v1_moe", "mimo_v2_flash", "molmo", "deepseek_v32", "bamba", "granitemoehybrid", "glm_moe_dsa",
 })
 
 # model_types that reuse another module's description unchanged.

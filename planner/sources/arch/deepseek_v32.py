@@ -28,7 +28,8 @@ class Args(deepseek_v3.Args):
     index_topk: int = 2048
 
 
-def _indexer(t: Tensors, p: str, args: Args) -> None:
+def indexer(t: Tensors, p: str, args: Args) -> None:
+    """One DSA indexer at `p`.self_attn.indexer (GLM-5 builds it only on its "full" layers: glm_moe_dsa.py)."""
     a = f"{p}.self_attn.indexer"
     t.linear(f"{a}.wq_b", args.q_lora_rank or args.hidden_size, args.index_n_heads * args.index_head_dim, "attention")
     t.linear(f"{a}.wk", args.hidden_size, args.index_head_dim, "attention")
@@ -41,9 +42,9 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
     spec = deepseek_v2.to_spec(args, origin)
     t, m = Tensors(spec.dtype), Tensors(spec.dtype)
     for i in range(args.num_hidden_layers):
-        _indexer(t, f"model.layers.{i}", args)
+        indexer(t, f"model.layers.{i}", args)
     for j in range(args.num_nextn_predict_layers):  # the MTP layer is a full decoder layer: it has one too
-        _indexer(m, f"model.layers.{args.num_hidden_layers + j}", args)
+        indexer(m, f"model.layers.{args.num_hidden_layers + j}", args)
     layers = tuple(dataclasses.replace(layer, index_dim=args.index_head_dim) for layer in spec.layers)
     m.items[:0] = spec.mtp_tensors  # V3's MTP tensors first, then its indexer
     mtp_tensors = tuple(m.items)
