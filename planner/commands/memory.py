@@ -9,12 +9,13 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..core.constants import DEFAULT_CONTEXT
+from ..core.spec import ModelSpec
 from ..core.units import parse_bytes, parse_tokens
 from ..fits import memory as mem
 from ..fits.budget import overhead_for
 from ..fits.machine_detect import host_kind
+from ..render import sweep, width
 from ..render import text as report
-from ..render import width
 from ..sources import load_spec
 from ._common import app, emit, engine_for, say, warn
 from ._options import (
@@ -57,6 +58,7 @@ def memory(
     \b
     Examples:
       planner memory llama-3.1-8b --context 8k
+      planner memory qwen2.5-32b-instruct --weights-dtype bf16,int8,int4
       planner memory Qwen/Qwen2.5-7B-Instruct --draft Qwen/Qwen2.5-0.5B-Instruct --engine vllm --json
       planner memory ./my-model --kv-dtype q8_0 --engine llama.cpp
       planner memory target.gguf --draft draft.gguf --parallel 4 --draft-context 4k
@@ -70,20 +72,37 @@ def memory(
         method = load_method(draft, kind=method_kind, target=target)
     dspec = method.resident_model() if method else None  # what the method keeps resident
     kind = host_kind()  # a glance at this host: the engine default, and no CUDA context on Metal/CPU
+    dtypes = [d.strip() for d in weights_dtype.split(",") if d.strip()] if weights_dtype else []
     settings = mem.Settings(context=parse_tokens(context), batch=batch,
                             engine=engine_for(engine, target, dspec, kind=kind),
-                            kv_dtype=kv_dtype, weights_dtype=weights_dtype, group_size=group_size,
+                            kv_dtype=kv_dtype, weights_dtype=dtypes[0] if len(dtypes) == 1 else None,
+                            group_size=group_size,
                             overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None,
                             draft_context=parse_tokens(draft_context, what="--draft-context") if draft_context
                             else None)
     warnings = [f"{s.id}: {w}" for s in (target, dspec) if s for w in s.warnings]
-    ledger = mem.ledger(target, settings, dspec)
-    if kind in ("apple", "cpu") and settings.overhead_bytes is None:
-        overhead, src = overhead_for(kind, settings)
-        ledger = replace(ledger, overhead_bytes=overhead, overhead_source=f"{src}: this host has no GPU")
+    if len(dtypes) > 1:  # a sweep: one ledger per format, one table
+        ledgers = [_ledger(target, replace(settings, weights_dtype=d), dspec, kind) for d in dtypes]
+        if as_json:
+            emit(sweep.sweep_json(ledgers, dtypes, warnings))
+            return
+        for w in warnings:
+            warn(w)
+        say(sweep.sweep_table(ledgers, dtypes))
+        return
+    ledger = _ledger(target, settings, dspec, kind)
     if as_json:
         emit(report.ledger_json(ledger, warnings))
         return
     for w in warnings:
         warn(w)
     say(report.ledger_table(ledger))
+
+
+def _ledger(target: ModelSpec, settings: mem.Settings, dspec: ModelSpec | None, kind: str) -> mem.Ledger:
+    """The ledger of one setting; on Metal or a CPU host the overhead is the host's (no CUDA context)."""
+    ledger = mem.ledger(target, settings, dspec)
+    if kind in ("apple", "cpu") and settings.overhead_bytes is None:
+        overhead, src = overhead_for(kind, settings)
+        ledger = replace(ledger, overhead_bytes=overhead, overhead_source=f"{src}: this host has no GPU")
+    return ledger
