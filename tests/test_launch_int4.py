@@ -95,7 +95,8 @@ def test_recommend_text_prints_the_same_command_and_pastes_back(capsys, monkeypa
     # what the user pastes: the lines between one heading and the next (the program's own lines start at
     # column 0 inside its quotes, so the headings are found by name)
     convert = text.split("\nconvert:\n", 1)[1].split("\ncommand:\n", 1)[0]
-    command = text.split("\ncommand:\n", 1)[1].split("\nnote:", 1)[0]
+    after = text.split("\ncommand:\n", 1)[1].splitlines()
+    command = "\n".join(after[:next(i for i, ln in enumerate(after) if not ln.startswith("  "))])
 
     want = launch(capsys, "qwen2.5-14b-instruct", "--machine", "rtx-4090", "--engine", "vllm",
                   "--weights-dtype", "int4")
