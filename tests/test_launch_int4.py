@@ -61,7 +61,8 @@ def test_vllm_int4_serves_the_catalogued_checkpoint(capsys, target, base):
     out = launch(capsys, target, "--machine", "rtx-4090", "--engine", "vllm", "--weights-dtype", "int4")
     repo = _repo(base)
     assert _served(out["command"], None) == (repo["repo"], FLAG[repo["method"]])
-    assert "convert" not in out and base not in shlex.split(out["command"])  # never the 16-bit model
+    assert base not in shlex.split(out["command"])  # never the 16-bit model
+    assert json.dumps(base) not in out.get("convert", "")  # nor a convert of it (the draft's may be there)
     assert "weights sized as" not in out.get("note", "")
 
 
@@ -76,9 +77,9 @@ def test_the_72b_prefers_the_awq_repo_on_sglang(capsys):
 def test_an_uncatalogued_int4_target_converts_then_serves_the_folder_written(capsys):
     out = launch(capsys, "qwen2.5-14b-instruct", "--machine", "rtx-4090", "--engine", "vllm",
                  "--weights-dtype", "int4")
-    python, dash_c, program = shlex.split(out["convert"])
-    assert (python, dash_c) == ("python", "-c")
-    call = ast.parse(program).body[-1].value  # oneshot(model=..., recipe=GPTQModifier(scheme="W4A16"), ...)
+    steps = [shlex.split(step) for step in out["convert"].split(" && ")]  # the target's first, then the draft's
+    assert all(step[:2] == ["python", "-c"] and len(step) == 3 for step in steps)
+    call = ast.parse(steps[0][2]).body[-1].value  # oneshot(model=..., recipe=GPTQModifier(scheme="W4A16"), ...)
     kw = {k.arg: k.value for k in call.keywords}
     assert ast.literal_eval(kw["model"]) == "Qwen/Qwen2.5-14B-Instruct"
     assert {k.arg: ast.literal_eval(k.value) for k in kw["recipe"].keywords}["scheme"] == "W4A16"
@@ -94,7 +95,8 @@ def test_recommend_text_prints_the_same_command_and_pastes_back(capsys, monkeypa
     # what the user pastes: the lines between one heading and the next (the program's own lines start at
     # column 0 inside its quotes, so the headings are found by name)
     convert = text.split("\nconvert:\n", 1)[1].split("\ncommand:\n", 1)[0]
-    command = text.split("\ncommand:\n", 1)[1].split("\nnote:", 1)[0]
+    after = text.split("\ncommand:\n", 1)[1].splitlines()
+    command = "\n".join(after[:next(i for i, ln in enumerate(after) if not ln.startswith("  "))])
 
     want = launch(capsys, "qwen2.5-14b-instruct", "--machine", "rtx-4090", "--engine", "vllm",
                   "--weights-dtype", "int4")
@@ -132,3 +134,25 @@ def _rows(doc: object) -> list[dict]:
     if isinstance(doc, list):
         return [r for v in doc for r in _rows(v)]
     return []
+
+
+def test_vllm_loads_the_int4_draft_the_ledger_sized(capsys):
+    # --weights-dtype int4 re-sizes the draft too: its speculative config names the draft's int4 repo and
+    # the format (SpeculativeConfig.quantization), never the 16-bit draft
+    out = launch(capsys, "llama-3.1-70b-instruct", "--candidates", "llama-3.1-8b-instruct", "--machine", "h100-sxm",
+                 "--engine", "vllm", "--weights-dtype", "int4")
+    target, draft = _repo("meta-llama/Llama-3.1-70B-Instruct"), _repo("meta-llama/Llama-3.1-8B-Instruct")
+    assert _served(out["command"], None) == (target["repo"], FLAG[target["method"]])
+    spec = json.loads(out["speculative_config"])
+    assert (spec["model"], spec["quantization"]) == (draft["repo"], FLAG[draft["method"]])
+
+
+def test_an_uncatalogued_int4_draft_is_converted_too(capsys):
+    out = launch(capsys, "qwen2.5-32b-instruct", "--candidates", "qwen2.5-0.5b-instruct", "--machine", "rtx-4090",
+                 "--engine", "vllm", "--weights-dtype", "int4")
+    (step,) = out["convert"].split(" && ")  # the 32B has a catalogued repo: only the draft converts
+    call = ast.parse(shlex.split(step)[2]).body[-1].value
+    kw = {k.arg: ast.literal_eval(k.value) for k in call.keywords if k.arg in ("model", "output_dir")}
+    assert kw["model"] == "Qwen/Qwen2.5-0.5B-Instruct"
+    spec = json.loads(out["speculative_config"])
+    assert (spec["model"], spec["quantization"]) == (kw["output_dir"], "compressed-tensors")

@@ -121,8 +121,10 @@ def test_fit_cli_prints_the_cheapest_combination_and_its_command(capsys):
                         "--margin", "0"], capsys)
     assert code == 1
     assert "weights int4 + utilisation 0.97" in out
-    assert ("vllm serve meta-llama/Llama-3.3-70B-Instruct --max-model-len 4096 --tensor-parallel-size 2 "
-            "--gpu-memory-utilization 0.97") in out.replace(" \\\n     ", "")
+    # an int4 plan serves an int4 checkpoint: no catalogued repo for Llama-3.3-70B, so the folder the
+    # llm-compressor convert step writes (catalogs/quantised/int4.json; tests/test_launch_int4.py)
+    assert ("vllm serve Llama-3.3-70B-Instruct-W4A16-G128 --max-model-len 4096 --tensor-parallel-size 2 "
+            "--quantization compressed-tensors --gpu-memory-utilization 0.97") in out.replace(" \\\n     ", "")
     code, out, _ = run(["fit", "llama-3.3-70b-instruct", "--machine", "2x-rtx-4090", "--engine", "vllm", "--json",
                         "--margin", "0"], capsys)
     best = json.loads(out)["combinations"][0]

@@ -133,19 +133,29 @@ def bench_clock(name: str, device: str) -> Callable[[], float]:
     return CLOCKS[name]
 
 
-def _decode_all(fn: Callable[[list[int]], DecodeResult], prompts: Sequence[list[int]]) -> tuple[float, list]:
-    results = [fn(list(p)) for p in prompts]
+# decodes of every prompt before the timed repeats (compile, caches, clocks settle), discarded
+WARMUP = 1
+
+
+def _decode_all(fn: Callable[[list[int]], DecodeResult], prompts: Sequence[list[int]],
+                done: Callable[[], None] = lambda: None) -> tuple[float, list]:
+    results = []
+    for p in prompts:
+        results.append(fn(list(p)))
+        done()  # one decode finished: the progress line (rate-limited by its caller)
     return sum(r.seconds for r in results), results
 
 
 def run_pair(make_target: MakeStepper, make_draft: MakeStepper, prompts: Sequence[list[int]], *, k: int,
-             tokens: int, temperature: float = 0.0, repeats: int = 3, warmup: int = 1, seed: int = 0,
+             tokens: int, temperature: float = 0.0, repeats: int = 3, warmup: int = WARMUP, seed: int = 0,
              sync: Callable[[], None] = lambda: None, cost_repeats: int = 5,
-             clock: Callable[[], float] = time.perf_counter) -> BenchResult:
+             clock: Callable[[], float] = time.perf_counter,
+             progress: Callable[[str], None] = lambda what: None) -> BenchResult:
     """Baseline vs speculative tokens/s on the same prompts, and the prediction from measured costs.
 
     Each repeat decodes every prompt with fresh caches; the median total time over repeats is used.
     `clock=time.thread_time` (with one torch thread) times CPU work only, immune to other processes.
+    `progress(what)` is called after each of the 2 x (warmup + repeats) x prompts decodes.
     """
     import torch
 
@@ -159,10 +169,11 @@ def run_pair(make_target: MakeStepper, make_draft: MakeStepper, prompts: Sequenc
         tb, base_res = _decode_all(lambda p: target_decode(make_target(), p, max_new_tokens=tokens,
                                                            temperature=temperature, generator=gen(), sync=sync,
                                                            clock=clock),
-                                   prompts)
+                                   prompts, lambda: progress("baseline"))
         ts, spec_res = _decode_all(lambda p: speculative_decode(make_target(), make_draft(), p, k=k,
                                                                 max_new_tokens=tokens, temperature=temperature,
-                                                                generator=gen(), sync=sync, clock=clock), prompts)
+                                                                generator=gen(), sync=sync, clock=clock), prompts,
+                                   lambda: progress("speculative"))
         if i >= warmup:
             base_times.append(tb)
             spec_times.append(ts)

@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from ..core.constants import DEFAULT_CONTEXT, MAX_BATCH
+from ..core.spec import ModelSpec
 from ..core.units import parse_bytes, parse_tokens
 from ..fits import memory as mem
 from ..fits.budget import overhead_for
@@ -46,23 +47,42 @@ def run(model: str, *, draft: str | None, method_kind: str | None, context: str,
         method = load_method(draft, kind=method_kind, target=target)
     dspec = method.resident_model() if method else None  # what the method keeps resident
     kind = host_kind()  # a glance at this host: the engine default, and no CUDA context on Metal/CPU
+    dtypes = [d.strip() for d in weights_dtype.split(",") if d.strip()] if weights_dtype else []
     settings = mem.Settings(context=parse_tokens(context), batch=batch,
                             engine=engine_for(engine, target, dspec, kind=kind),
-                            kv_dtype=kv_dtype, weights_dtype=weights_dtype, group_size=group_size,
+                            kv_dtype=kv_dtype, weights_dtype=dtypes[0] if len(dtypes) == 1 else None,
+                            group_size=group_size,
                             overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None,
                             draft_context=parse_tokens(draft_context, what="--draft-context") if draft_context
                             else None)
     warnings = [f"{s.id}: {w}" for s in (target, dspec) if s for w in s.warnings]
-    ledger = mem.ledger(target, settings, dspec)
-    if kind in ("apple", "cpu") and settings.overhead_bytes is None:
-        overhead_b, src = overhead_for(kind, settings)
-        ledger = replace(ledger, overhead_bytes=overhead_b, overhead_source=f"{src}: this host has no GPU")
+    if len(dtypes) > 1:  # a sweep: one ledger per format, one table (#31 item 12)
+        from ..render import sweep
+
+        ledgers = [_one(target, replace(settings, weights_dtype=d), dspec, kind) for d in dtypes]
+        if as_json:
+            emit(sweep.sweep_json(ledgers, dtypes, warnings))
+            return
+        for w in warnings:
+            warn(w)
+        say(sweep.sweep_table(ledgers, dtypes))
+        return
+    ledger = _one(target, settings, dspec, kind)
     if as_json:
         emit(report.ledger_json(ledger, warnings))
         return
     for w in warnings:
         warn(w)
     say(report.ledger_table(ledger))
+
+
+def _one(target: ModelSpec, settings: mem.Settings, dspec: ModelSpec | None, kind: str) -> mem.Ledger:
+    """The ledger of one setting; on Metal or a CPU host the overhead is the host's (no CUDA context)."""
+    ledger = mem.ledger(target, settings, dspec)
+    if kind in ("apple", "cpu") and settings.overhead_bytes is None:
+        overhead_b, src = overhead_for(kind, settings)
+        ledger = replace(ledger, overhead_bytes=overhead_b, overhead_source=f"{src}: this host has no GPU")
+    return ledger
 
 
 def _spellings(dest: str, kind: type, *names: str, lo: int | None = None, hi: int | None = None) -> dict[str, Opt]:

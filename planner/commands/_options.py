@@ -97,7 +97,7 @@ DeploymentOpt = Annotated[list[str] | None, typer.Option("--deployment", help="O
 # --- output --------------------------------------------------------------------------------------
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON (stable schema, bytes as integers).")]
 WideOpt = Annotated[bool, typer.Option("--wide", help="Print every line whole: no wrapped or trimmed columns.")]
-VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Also print where each figure came from "
+VerboseOpt = Annotated[bool, typer.Option("--verbose", "--explain", "-v", help="Also print where each figure came from "
                                                                   "(citations, full URLs).")]
 
 # --- scale ---------------------------------------------------------------------------------------

@@ -9,9 +9,11 @@ from typing import Annotated, Any
 import typer
 
 from ..bench.decode import HFStepper
+from ..bench.deps import require
 from ..bench.methods import EarlyExitStepper, NgramStepper, generate_speedup
 from ..bench.models import check_memory, check_model, encode_prompts, load_model
-from ..bench.runner import BenchResult, bench_clock, choose_k, result_json, run_pair
+from ..bench.progress import Progress
+from ..bench.runner import WARMUP, BenchResult, bench_clock, choose_k, result_json, run_pair
 from ..core.constants import DEFAULT_MAX_K
 from ..core.errors import IncompatiblePair, PlannerError, UsageError
 from ..core.fmt import tabulate
@@ -134,6 +136,7 @@ def bench(
     dt = {"f32": "F32", "fp32": "F32", "bf16": "BF16", "f16": "F16", "fp16": "F16"}.get(dtype.lower())
     if dt is None:
         raise UsageError(f"Cannot bench with --dtype '{dtype}' (expected f32, bf16 or f16).")
+    require()  # torch and transformers, every missing one named at once, before the first of them loads
     dev = resolve_device(device)
     clock_fn = bench_clock(clock, dev)
     plist = load_prompts(prompts)
@@ -236,8 +239,9 @@ def _run(target: str, draft: str | None, *, dev: str, dt: str, k: int | None, to
         k, _ = choose_k(make_target, make_draft, ids[0], k_max=DEFAULT_MAX_K, tokens=tokens, temperature=temperature,
                         sync=sync)
         warn(f"--k auto: the speed model chose K={k} from an exploratory run")
+    steps = Progress(2 * (WARMUP + repeats) * len(ids), lambda line: say(line, err=True))
     res = run_pair(make_target, make_draft, ids, k=k, tokens=tokens, temperature=temperature, repeats=repeats,
-                   sync=sync, clock=clock)
+                   warmup=WARMUP, sync=sync, clock=clock, progress=steps.step)
     res = replace(res, method=method)
     if generate and method != "draft_model":
         g, same = generate_speedup(tmodel, ids, method=method, k=k, tokens=tokens, exit_layer=layer, repeats=repeats,

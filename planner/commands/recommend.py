@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import replace
-from typing import Annotated, Any
+from typing import Annotated, Any, get_args
 
 import typer
 
@@ -16,7 +16,7 @@ from ..core.fmt import fmt_bytes
 from ..core.units import parse_batches, parse_bytes, parse_tokens
 from ..drafting import DraftModel, make_method
 from ..engines import versions
-from ..engines.base import DRAFT_MODEL, EAGLE3
+from ..engines.base import DRAFT_MODEL, EAGLE3, MethodKind
 from ..fits import fit as fitmod
 from ..fits import memory, search
 from ..fits.fit import default_layout
@@ -54,6 +54,7 @@ from ._options import (
     TemperatureOpt,
     TpOpt,
     UtilizationOpt,
+    VerboseOpt,
     WeightsDtypeOpt,
     WideOpt,
     WorkloadOpt,
@@ -120,6 +121,7 @@ def recommend(
     as_json: JsonOpt = False,
     wide: WideOpt = False,
     show_all: AllOpt = False,
+    verbose: VerboseOpt = False,
     engine_version: EngineVersionOpt = None,
 ) -> None:
     """Rank candidate drafts x K x KV dtype that fit and are compatible; print the best plan and how to launch it.
@@ -198,7 +200,7 @@ def recommend(
         for w in spec.warnings:
             warn(f"{spec.id}: {w}")
         say(recommendation_text(rec, m.display_name if m.origin == "detected" else None, show_all,
-                                measured_text(m)))
+                                measured_text(m), explain=verbose))
     raise typer.Exit(0 if rec.baseline_fits else 1)
 
 
@@ -443,20 +445,24 @@ def measured_text(m: Any) -> str | None:
 
 
 def recommendation_text(rec: Any, machine_label: str | None = None, show_all: bool = False,
-                        measured: str | None = None) -> str:
+                        measured: str | None = None, explain: bool = True) -> str:
+    """The answer; `explain` False (the default face) keeps it to one screen: the plans, the choice, the
+    launch; where each figure came from, the reasoning and the notes wait behind -v / --explain."""
     lines = [f"target   {one_line(rec.target)}", *wrap(f"machine  {one_line(machine_label or rec.machine)}   engine {rec.engine}   "
                                              f"context {rec.context:,}   batch {rec.batch}"),
-             *(wrap(one_line(measured), indent="         ") if measured else ()),
-             *wrap(f"drafts   tokenizer family {rec.tokenizer_family or '?'} ({rec.tokenizer_match})"), ""]
+             *(wrap(one_line(measured), indent="         ") if measured and explain else ()),
+             *(wrap(f"drafts   tokenizer family {rec.tokenizer_family or '?'} ({rec.tokenizer_match})")
+               if explain else ()), ""]
     rows, left = plan_rows(rec.plans, None if show_all else SHOWN_PLANS)
     if rows:
         lines.append(width.table(rows, ["draft / method", "KV", "K", "speed-up (range)", "verdict", "fits", "headroom",
                                         "runs", "alpha"], shrink=(0, 3, 6), floor=7, hyphens=True,
                                         drop=(5,)))  # "fits" is the headroom's sign: the first to go at 80
-        if left:
+        if left and explain:  # the one-screen answer says so on its last line
             lines.append(f"({left} more plan{'s' if left > 1 else ''}: --all)")
-        lines += wrap(f"costs: {rec.plans[0].costs_source}; acceptance: {rec.plans[0].acceptance.source}"
-                      if rec.plans[0].acceptance else "")
+        if explain:
+            lines += wrap(f"costs: {rec.plans[0].costs_source}; acceptance: {rec.plans[0].acceptance.source}"
+                          if rec.plans[0].acceptance else "")
         lines.append("")
     c = rec.choice
     if c.draft:
@@ -464,11 +470,12 @@ def recommendation_text(rec: Any, machine_label: str | None = None, show_all: bo
                       f"({c.speedup_interval[0]:.2f}-{c.speedup_interval[1]:.2f}x), {c.verdict}")
     else:
         lines.append("RECOMMENDED  no speculation: plain decoding")
-    lines += [x for r in c.reasons for x in wrap(f"- {r}", indent="  ")]
+    lines += [x for r in (c.reasons if explain else ()) for x in wrap(f"- {r}", indent="  ")]
     if c.baseline_tokens_per_s:  # the figure users hold against their own plain decode first
         with_plan = f"; with the plan {c.baseline_tokens_per_s * c.speedup:.1f}" if c.draft else ""
-        lines += wrap(f"baseline: plain decoding {c.baseline_tokens_per_s:.1f} tok/s per sequence predicted{with_plan} "
-                      f"(check the baseline against your own first: the speed-up is relative to it)")
+        lines += wrap(f"baseline: plain decoding {c.baseline_tokens_per_s:.1f} tok/s per sequence predicted{with_plan}"
+                      + (" (check the baseline against your own first: the speed-up is relative to it)"
+                         if explain else ""))
     if c.per_batch:
         cross = (f"speculation stops paying at {c.crossover_batch} concurrent sequences" if c.crossover_batch
                  else f"speculation pays up to {c.per_batch[-1].batch} concurrent sequences")
@@ -476,6 +483,9 @@ def recommendation_text(rec: Any, machine_label: str | None = None, show_all: bo
                       + f"; {cross} (per-sequence scheduler costs not modelled)")
     lines.append("")
     for key, value in c.launch.items():
+        if not explain and (key == "note" or (key == "speculative_config" and str(value) in
+                                              str(c.launch.get("command", "")))):
+            continue  # the note waits behind --explain; the config is printed inside the command
         lines.append(f"{key}:")
         text = str(value)
         if key == "command":
@@ -486,5 +496,21 @@ def recommendation_text(rec: Any, machine_label: str | None = None, show_all: bo
             lines += [x for line in text.splitlines() for x in python_lines(line, indent="  ")]
         else:
             lines += [x for line in text.splitlines() for x in wrap(line, indent="  ")]
-    lines += [x for n in rec.notes for x in wrap(f"note: {one_line(n)}")]
+    shown = [n for n in rec.notes if explain or not about_one_method(n)]
+    lines += [x for n in shown for x in wrap(f"note: {one_line(n)}")]
+    if not explain:
+        left = plan_rows(rec.plans, None if show_all else SHOWN_PLANS)[1]
+        lines += wrap(hidden_line(len(rec.notes) - len(shown) + len(c.reasons) + ("note" in c.launch), left))
     return "\n".join(lines)
+
+
+def about_one_method(note: str) -> bool:
+    """A note on why one drafting method is not offered ("mtp: X ships no MTP layers"): detail for
+    --explain; a note on the whole plan (it does not fit as asked, a caveat on its costs) stays."""
+    return note.split(":", 1)[0] in get_args(MethodKind)
+
+
+def hidden_line(n: int, plans: int) -> str:
+    """What the one-screen answer leaves out, and the flags that print it."""
+    more = f"{plans} more plan{'s' if plans != 1 else ''}: --all; " if plans else ""
+    return f"({more}{n} more note{'s' if n != 1 else ''} and every figure's source: -v / --explain)"

@@ -131,13 +131,30 @@ def launch(x: LaunchInput) -> dict[str, str]:
         notes.append(f"KV type '{x.kv_dtype}' is not a vLLM --kv-cache-dtype the planner sizes: left at auto")
     out = {}
     spec = speculative_config(x)
+    draft = _int4_draft(x) if spec is not None else None
+    if spec is not None and draft is not None:
+        # the draft the ledger sized at int4, as vLLM loads it: SpeculativeConfig.model and .quantization
+        # ("Quantization method that was used to quantize the draft model weights. If None, we assume the
+        # model weights are not quantized", vllm/config/speculative.py)
+        spec.update(model=draft.model, quantization=draft.flag.split()[-1])
+        notes += [n.replace("serves ", "drafts with ", 1) if n.startswith("serves ") else n for n in draft.notes]
     if spec is not None:
         out["speculative_config"] = json.dumps(spec)
         cmd += f" --speculative-config {quote(out['speculative_config'])}"
-    if served and served.convert:
-        out["convert"] = served.convert
+    steps = [v.convert for v in (served, draft) if v is not None and v.convert]
+    if steps:
+        out["convert"] = " && ".join(steps)
     out["command"] = cmd
     return with_notes(out, notes)
+
+
+def _int4_draft(x: LaunchInput) -> Served | None:
+    """The int4 checkpoint a separate draft model loads when the ledger sized it at int4, else None (a
+    head, MTP or n-gram loads no draft checkpoint of its own)."""
+    quant = x.draft_weights_quant or x.weights_quant
+    if x.method != DRAFT_MODEL or not x.draft or not quantised.is_int4(quant):
+        return None
+    return int4_served(x.draft, MARLIN, CONVERTED)
 
 
 # An int4 plan's checkpoint as vLLM loads it: a catalogued AWQ/GPTQ repo through the Marlin kernels

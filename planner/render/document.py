@@ -22,6 +22,8 @@ from ..plan.load import BatchPoint
 class Cell:
     text: str
     exact: int | None = None  # bytes, shown beside the text and kept in data-bytes
+    tone: str = ""  # a class for its colour in HTML (render/html.py TONES); Markdown has none
+    sort: float | None = None  # the figure a sortable table orders the column by (HTML data-sort)
 
 
 @dataclass(frozen=True)
@@ -32,6 +34,7 @@ class Block:
     headers: tuple[str, ...] = ()
     rows: tuple[tuple[Cell, ...], ...] = ()
     figure: str = ""  # figure name (key into the section's figures)
+    sortable: bool = False  # HTML: a click on a header sorts the rows by that column (inline script)
 
 
 @dataclass(frozen=True)

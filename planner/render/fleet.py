@@ -159,12 +159,22 @@ def matrix(per_machine: Sequence[tuple[Any, Sequence[Row]]],
 def fleet_part(per_machine: Sequence[tuple[Any, Sequence[Row]]], by: str = "smallest") -> Part:
     """Targets x machines: the best plan per cell and where each target should live (best by `by`)."""
     headers = ("target", *[m.name for m, _ in per_machine], "best machine")
-    rows = tuple((Cell(tid), *[Cell(_cell(r)) for r in cells], Cell(best.machine.name if best else "none"))
+    rows = tuple((Cell(tid), *[_matrix_cell(r) for r in cells], Cell(best.machine.name if best else "none"))
                  for tid, cells, best in matrix(per_machine, by))
     text = (f"Best plan per cell (speed-up, draft, K, predicted tokens/s per sequence). Best machine (--best-by "
             f"{by}): {BEST_BY[by]}.")
+    text += " Click a header to sort (a machine's column by predicted tokens/s); green: speculation pays, " \
+            "yellow: plain decoding, grey: does not fit."
     return Part(anchor="fleet", title="Fleet: targets x machines",
-                blocks=(Block("p", text), Block("table", headers=headers, rows=rows)))
+                blocks=(Block("p", text), Block("table", headers=headers, rows=rows, sortable=True)))
+
+
+def _matrix_cell(r: Row | None) -> Cell:
+    """A matrix cell: its text, its colour (speculation pays, plain, does not fit) and the tokens/s it
+    sorts by (0 when it does not fit: last in a descending sort)."""
+    if r is None or not r.fits:
+        return Cell(_cell(r), tone="nofit", sort=0.0)
+    return Cell(_cell(r), tone="spec" if r.speculates else "plain", sort=round(r.tokens_per_s or 0.0, 3))
 
 
 def row_json(r: Row) -> dict[str, Any]:

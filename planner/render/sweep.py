@@ -1,0 +1,46 @@
+"""`planner memory --weights-dtype bf16,int8,int4`: one ledger per weights format, as one table.
+
+Why: choosing a format is comparing them; one call and one table (as accelerate's `estimate-memory`
+prints one row per dtype) beats re-running the command per format and reading three ledgers.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ..core.fmt import fmt_bytes
+from ..fits.memory import Ledger
+from . import width
+from .text import ledger_json
+
+HEADERS = ["weights dtype", "weights", "KV cache", "activations", "overhead", "TOTAL"]
+
+
+def sweep_rows(ledgers: Sequence[Ledger], dtypes: Sequence[str]) -> list[list[str]]:
+    """One row per ledger: the format asked for (the ledger's own name for int4 is its storage, I32),
+    then each term summed over the models it holds (target + draft), exact bytes formatted only here."""
+    return [[d,
+             fmt_bytes(sum(m.weights_bytes for m in lg.models)),
+             fmt_bytes(sum(m.kv_cache_bytes for m in lg.models)),
+             fmt_bytes(sum(m.activation_bytes for m in lg.models)),
+             fmt_bytes(lg.overhead_bytes), fmt_bytes(lg.total_bytes)] for d, lg in zip(dtypes, ledgers, strict=True)]
+
+
+def sweep_table(ledgers: Sequence[Ledger], dtypes: Sequence[str]) -> str:
+    """The models and settings once, then the table, then where the figures come from."""
+    first = ledgers[0]
+    s = first.settings
+    models = " + ".join(f"{m.role} {m.id}" for m in first.models)
+    head = width.wrap(f"{models}: {s.context:,} tokens x {s.batch}, {s.engine}")
+    weights = first.models[0].provenance["weights"].split(", re-sized as ", 1)[0]
+    sources = width.wrap(f"weights: {weights}, re-sized as each row's format; KV cache: "
+                         f"{first.models[0].provenance['kv_cache']}; overhead: {first.overhead_source}")
+    return "\n".join([*head, "", width.table(sweep_rows(ledgers, dtypes), HEADERS), "", *sources])
+
+
+def sweep_json(ledgers: Sequence[Ledger], dtypes: Sequence[str], warnings: list[str]) -> dict[str, Any]:
+    """Every ledger whole (the `planner memory --json` schema), keyed by the format asked for."""
+    return {"weights_dtypes": list(dtypes),
+            "sweep": [{"weights_dtype": d, **ledger_json(lg)} for d, lg in zip(dtypes, ledgers, strict=True)],
+            "warnings": list(warnings)}
