@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .. import engines
 from ..core.constants import DEFAULT_CONTEXT
 from ..core.units import parse_bytes, parse_tokens
 from ..fits import memory as mem
@@ -71,7 +72,7 @@ def memory(
     dspec = method.resident_model() if method else None  # what the method keeps resident
     kind = host_kind()  # a glance at this host: the engine default, and no CUDA context on Metal/CPU
     settings = mem.Settings(context=parse_tokens(context), batch=batch,
-                            engine=engine_for(engine, target, dspec, kind=kind),
+                            resolved_engine=engines.get(engine_for(engine, target, dspec, kind=kind)),
                             kv_dtype=kv_dtype, weights_dtype=weights_dtype, group_size=group_size,
                             overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None,
                             draft_context=parse_tokens(draft_context, what="--draft-context") if draft_context
