@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from planner import engines
 from planner.core.spec import FULL, MLA, NONE, SLIDING
 from planner.fits.memory import Settings, kv_cache, kv_per_token, ledger
 from planner.sources import load_spec
@@ -39,13 +40,13 @@ def test_kv_bytes_per_token_matches_reference(entry, make_model_dir):
     spec = load_spec(str(make_model_dir(FIXTURE_NAME[entry["model"]])))
     want = entry["kv_bytes_per_token_bf16_full_attention_layers"]
     engine = "vllm" if any(layer.attention == MLA for layer in spec.layers) else "transformers"
-    got = kv_per_token(spec, Settings(engine=engine, kv_dtype="bf16"))
+    got = kv_per_token(spec, Settings(resolved_engine=engines.get(engine), kv_dtype="bf16"))
     if _all_full(spec) or any(k in entry["notes"] for k in ("sliding", "MLA", "linear", "Mamba", "hybrid")):
         if "sliding_window=4096 on all layers" in entry["notes"]:
             # Mistral v0.1: every layer slides, so no layer grows once the window is full ...
             assert got == 0
             # ... except in llama.cpp, which runs Mistral as full attention.
-            assert kv_per_token(spec, Settings(engine="llama.cpp", kv_dtype="bf16")) == want
+            assert kv_per_token(spec, Settings(resolved_engine=engines.get("llama.cpp"), kv_dtype="bf16")) == want
         else:
             assert got == want
 
@@ -57,16 +58,16 @@ def test_llama31_8b_golden_values(make_model_dir):
     # 2 (K,V) x 32 layers x 8 kv heads x 128 head_dim x 2 B
     assert kv_per_token(spec, Settings()) == 2 * 32 * 8 * 128 * 2 == 131_072
     # q8_0: each 1024-wide K or V row is 32 blocks of 34 B -> 2 x 32 x 32 x 34
-    assert kv_per_token(spec, Settings(kv_dtype="q8_0", engine="llama.cpp")) == 2 * 32 * (1024 // 32) * 34 == 69_632
+    assert kv_per_token(spec, Settings(kv_dtype="q8_0", resolved_engine=engines.get("llama.cpp"))) == 2 * 32 * (1024 // 32) * 34 == 69_632
 
 
 def test_deepseek_v3_latent_vs_expanded(make_model_dir):
     spec = load_spec(str(make_model_dir("DeepSeek-V3")))
     for engine in ("vllm", "sglang", "llama.cpp"):
         # latent: (kv_lora_rank 512 + rope 64) x 61 layers x 2 B
-        assert kv_per_token(spec, Settings(engine=engine, kv_dtype="bf16")) == 576 * 61 * 2 == 70_272
+        assert kv_per_token(spec, Settings(resolved_engine=engines.get(engine), kv_dtype="bf16")) == 576 * 61 * 2 == 70_272
     # transformers expands: 128 heads x (192 + 128) x 61 x 2 B
-    assert kv_per_token(spec, Settings(engine="transformers")) == 128 * 320 * 61 * 2 == 4_997_120
+    assert kv_per_token(spec, Settings(resolved_engine=engines.get("transformers"))) == 128 * 320 * 61 * 2 == 4_997_120
 
 
 def test_deepseek_v3_fp8_checkpoint_from_config(make_model_dir):
@@ -110,7 +111,7 @@ def test_gemma_sliding_pattern(name, window, n_sliding, n_full, make_model_dir):
                                   "NVIDIA-Nemotron-3-Nano-30B-A3B-BF16", "Falcon-H1-0.5B"])
 def test_hybrid_state_does_not_grow(name, make_model_dir):
     spec = load_spec(str(make_model_dir(name)))
-    s = Settings(engine="vllm")
+    s = Settings(resolved_engine=engines.get("vllm"))
     kv1, state1 = kv_cache(spec, s, 4096)
     kv2, state2 = kv_cache(spec, s, 8192)
     assert state1 == state2 > 0
@@ -124,10 +125,10 @@ def test_nemotron_state_hand_computed(make_model_dir):
     assert len(mamba) == 23 and sum(layer.attention != NONE for layer in spec.layers) == 6
     # conv: (64 heads x 64 + 2 x 8 groups x 128) x (kernel 4 - 1) in bf16; SSM: 64 x 64 x 128 in float32
     per_layer = (4096 + 2048) * 3 * 2 + 64 * 64 * 128 * 4
-    _, state = kv_cache(spec, Settings(engine="vllm"), 1024)
+    _, state = kv_cache(spec, Settings(resolved_engine=engines.get("vllm")), 1024)
     assert state == 23 * per_layer
     # llama.cpp keeps both in f32
-    _, state_cpp = kv_cache(spec, Settings(engine="llama.cpp"), 1024)
+    _, state_cpp = kv_cache(spec, Settings(resolved_engine=engines.get("llama.cpp")), 1024)
     assert state_cpp == 23 * ((4096 + 2048) * 3 * 4 + 64 * 64 * 128 * 4)
 
 

@@ -75,7 +75,7 @@ def _two_point(fit: dict) -> float:
     """(share, fixed s) per run of t = x / (share x peak) + fixed on a small and a large model's Q4_K_M decode,
     x what the roofline streams at 1 B/s (its bytes, or its seconds with the format factor in them)."""
     small, large = (forward_cost(load_spec(m), _bare(fit["kind"]), n=1, context=512, overhead_s=0.0,
-                                 settings=Settings(context=512, engine="llama.cpp", weights_dtype="q4_k"))
+                                 settings=Settings(context=512, resolved_engine=engines.get("llama.cpp"), weights_dtype="q4_k"))
                     for m in fit["models"])
     xs, xl = ((c.bytes_moved, cl.bytes_moved) if fit["streamed"] == "bytes" else (c.memory_s, cl.memory_s)
               for c, cl in ((small, large),)).__next__()
@@ -91,7 +91,7 @@ def implied_share(row_id: str) -> float:
     streams / (peak x (measured seconds per token - the engine's per-forward cost))."""
     r = ROWS[row_id]
     m = get_machine(r["machine"])
-    s = Settings(context=r.get("context") or 512, engine=r["engine"], weights_dtype=r["weights_dtype"])
+    s = Settings(context=r.get("context") or 512, resolved_engine=engines.get(r["engine"]), weights_dtype=r["weights_dtype"])
     c = forward_cost(load_spec(r["model"]), _bare(m.kind), n=1, context=s.context, settings=s)
     return c.bytes_moved / (m.bandwidth_bytes_per_s * (1 / r["measured_tokens_per_s"] - c.overhead_s))
 
@@ -171,7 +171,7 @@ def test_the_stale_metal_kquant_factor_states_what_this_roofline_gives_now():
     fit = ENTRIES[("llama.cpp", "apple", "format_share.kquant")].fit
     for model, key in (("qwen2.5-14b-instruct", "pred14_tok_s"), ("qwen2.5-72b-instruct", "pred72_tok_s")):
         c = forward_cost(load_spec(model), _bare("apple"), n=1, context=512,
-                         settings=Settings(context=512, engine="llama.cpp", weights_dtype="q4_k"))
+                         settings=Settings(context=512, resolved_engine=engines.get("llama.cpp"), weights_dtype="q4_k"))
         assert 1 / (c.bytes_moved / (546e9 * 0.85) + c.overhead_s) == pytest.approx(fit["inputs"][key], abs=0.01)
     assert evaluate(fit["formula"], fit["inputs"]) == pytest.approx(0.851, abs=0.001)
 

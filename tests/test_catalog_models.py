@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from planner import engines
 from planner.cli import main
 from planner.core.constants import catalog_dir
 from planner.fits.memory import Settings, kv_per_token, model_ledger
@@ -121,7 +122,7 @@ def test_entry_loads_and_sizes(entry):
     spec = load_spec(entry["aliases"][0])
     assert spec.id == entry["id"] and spec.source == "catalog"
     assert spec.family == entry["family"] and spec.instruct == entry["instruct"]
-    led = model_ledger(spec, Settings(context=4096, engine="vllm"))
+    led = model_ledger(spec, Settings(context=4096, resolved_engine=engines.get("vllm")))
     assert led.weights_bytes > 0 and spec.params_total > 0
     assert 0 < spec.params_active <= spec.params_total
     assert led.kv_cache_bytes > 0, "every model keeps some cache (KV or recurrent state) at 4096 tokens"
@@ -194,18 +195,18 @@ def test_kv_bytes_per_token_by_hand(alias, by_hand):
     spec = load_spec(alias)
     entry = BY_ID[spec.id]
     assert _hand_kv(entry["config"]) == by_hand  # the literal above was read off the config values
-    assert kv_per_token(spec, Settings(engine="vllm")) == by_hand
+    assert kv_per_token(spec, Settings(resolved_engine=engines.get("vllm"))) == by_hand
 
 
 def test_gemma2_27b_kv_counts_global_layers_only():
     # 46 layers alternate sliding(4096)/global: the 23 global layers grow with context.
     spec = load_spec("gemma-2-27b-it")
-    assert kv_per_token(spec, Settings(engine="vllm")) == _hand_kv(BY_ID[spec.id]["config"], layers=23) == 188_416
+    assert kv_per_token(spec, Settings(resolved_engine=engines.get("vllm"))) == _hand_kv(BY_ID[spec.id]["config"], layers=23) == 188_416
 
 
 def test_qwen3_5_small_hybrid_kv_matches_published_worked_example():
     # id 68870418900 computes 2 x 6 full-attention layers x 2 KV heads x 256 x 2 B = 12,288 B/token.
-    assert kv_per_token(load_spec("qwen3.5-0.8b"), Settings(engine="vllm")) == 12_288
+    assert kv_per_token(load_spec("qwen3.5-0.8b"), Settings(resolved_engine=engines.get("vllm"))) == 12_288
 
 
 def test_checkpoint_sizes_match_resident_weights_where_stored_once():

@@ -56,7 +56,7 @@ def speedup_by_hand(alpha, k, verify, t_d, t_o):
 
 def headroom_of(machine, target=TARGET, draft=DRAFT, engine="vllm", context=8192, k_rows=8):
     """Independent fit of the same deployment: what check must report as headroom."""
-    s = Settings(context=context, engine=engine, spec_tokens=k_rows if draft else 0)
+    s = Settings(context=context, resolved_engine=engines.get(engine), spec_tokens=k_rows if draft else 0)
     m = get_machine(machine)
     p = fit.Problem(load_spec(target), m, s, fit.default_layout(m.n_devices, engines.get(engine)),
                     draft=load_spec(draft) if draft else None)

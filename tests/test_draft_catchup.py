@@ -22,7 +22,7 @@ TARGET, DRAFT = "llama-3.1-8b-instruct", "llama-3.2-1b-instruct"
 def _setup(engine: str, batch: int):
     target, draft = load_spec(TARGET), load_spec(DRAFT)
     roof = roofline_machine(get_machine("h100-sxm"), F.Layout(), engines.get(engine))
-    s = Settings(context=4096, batch=batch, engine=engine)
+    s = Settings(context=4096, batch=batch, resolved_engine=engines.get(engine))
     return target, DraftModel(spec=draft, ref=DRAFT), roof, s
 
 

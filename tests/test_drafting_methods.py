@@ -51,7 +51,7 @@ def test_scout_head_from_its_real_config_within_5_percent_of_the_checkpoint():
     layer = h.spec.layers[0]
     assert len(h.spec.layers) == 1 and layer.kv_heads * (layer.head_dim_k + layer.head_dim_v) * 2 == SCOUT_KV_PER_TOKEN
     # the head's own KV in the ledger: one layer, context tokens (transformers holds exactly the context)
-    kv, _ = memory.kv_cache(h.spec, Settings(context=1000, engine="transformers"), 1000)
+    kv, _ = memory.kv_cache(h.spec, Settings(context=1000, resolved_engine=engines.get("transformers")), 1000)
     assert kv == 1000 * SCOUT_KV_PER_TOKEN
 
 
@@ -203,7 +203,7 @@ def test_mtp_resident_model_is_the_mtp_layers_with_their_own_kv():
     spec = MtpLayers(t).resident_model()
     assert spec.weights.resident_bytes == nbytes and spec.n_layers == 1
     # vLLM keeps MLA as its latent: (kv_lora_rank 512 + rope 64) x 2 bytes per token for the one MTP layer
-    kv, _ = memory.kv_cache(spec, Settings(context=4096, engine="vllm"), 4096)
+    kv, _ = memory.kv_cache(spec, Settings(context=4096, resolved_engine=engines.get("vllm")), 4096)
     assert kv == 4096 * 576 * 2
 
 
@@ -243,7 +243,7 @@ def test_early_exit_runs_only_in_transformers_and_costs_a_fraction_of_the_target
     assert {e.name for e in engines.all_engines() if m.compatibility(t, e).runs} == {"transformers"}
     assert m.resident_model().weights.resident_bytes == 0 and m.resident_model().n_layers == 8
     roof = P.roofline_machine(get_machine("h100-sxm"), P.fit.default_layout(1, engines.get("transformers")), engines.get("transformers"))
-    s = Settings(context=4096, engine="transformers")
+    s = Settings(context=4096, resolved_engine=engines.get("transformers"))
     full = P.roofline.draft_step_s(t, roof, context=4096, settings=s)
     assert 0.2 * full < m.step_s(roof, s) < 0.5 * full  # 8 of 32 layers + the lm_head
     code = engines.launch("transformers", engines.LaunchInput(target=t.id, draft=None, k=4, context=4096,
@@ -323,8 +323,8 @@ def test_mtp_layers_resize_with_the_weights_dtype_like_the_target():
     below the fp8 copy (a 1-D stand-in tensor would fall back to 16-bit, twice the stored size)."""
     m = mtp_model(load_spec("deepseek-v3"))
     params = m.weights.params_total
-    int4 = memory.weights(m, Settings(engine="vllm", weights_dtype="int4"))[0]
-    fp8 = memory.weights(m, Settings(engine="vllm", weights_dtype="fp8"))[0]
+    int4 = memory.weights(m, Settings(resolved_engine=engines.get("vllm"), weights_dtype="int4"))[0]
+    fp8 = memory.weights(m, Settings(resolved_engine=engines.get("vllm"), weights_dtype="fp8"))[0]
     assert 0.5 * params < int4 < 0.6 * params < fp8 <= m.weights.resident_bytes
 
 

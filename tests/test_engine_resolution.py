@@ -3,9 +3,9 @@
 Why: a name looked up again in every room (54 `engines.get(` calls before) hides which engine a function
 uses, costs a look-up per ledger layer, and lets a typo'd name travel far before it fails. The CLI's entry
 points (planner/commands/) and the registry (planner/engines/, with `engines.resolve` for `--engine auto`)
-resolve names; fits.memory.Settings resolves the name it is given once when it is made and carries the
-Engine (`Settings.resolved_engine`); below them functions take `engine: Engine`. This test fails on a
-new `engines.get(` anywhere else.
+resolve names; fits.memory.Settings is made with the Engine its caller resolved and carries it
+(`Settings.resolved_engine`); below them functions take `engine: Engine`. This test fails on an
+`engines.get(` anywhere else, with no allowance.
 """
 
 from __future__ import annotations
@@ -16,12 +16,9 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 PLANNER = REPO / "planner"
 ENTRY_POINTS = ("planner/engines/", "planner/commands/")
-# (file, function) pairs allowed to resolve a name, each with why
-ALLOWED = {
-    ("planner/fits/memory.py", "__post_init__"): "Settings resolves the engine name it is made with, once",
-    ("planner/speed/kernel_model.py", "calibration_chip"): "a catalogs/kernels calibration machine names the "
-                                                           "engine it was measured under (data, not a plan)",
-}
+# (file, function) pairs allowed to resolve a name, each with why: none. Settings takes the Engine its caller
+# resolved; the kernel catalogue's calibration engine is resolved through the registry when it loads.
+ALLOWED: dict[tuple[str, str], str] = {}
 
 
 def engine_lookups(path: Path, rel: str) -> list[tuple[int, str]]:
@@ -55,10 +52,9 @@ def test_no_engine_lookup_by_name_outside_the_registry_and_the_entry_points():
                         "down instead): " + ", ".join(stray)
 
 
-def test_each_allowed_lookup_is_still_there():
-    # an allowance that is no longer used is removed, so the list cannot grow stale
-    for rel, func in ALLOWED:
-        assert any(f == func for _, f in engine_lookups(REPO / rel, rel)), (rel, func)
+def test_no_lookup_is_allowed_below_the_entry_points():
+    # the list is empty and stays so: a new allowance is a name resolved below where the plan starts
+    assert ALLOWED == {}
 
 
 def test_the_scan_catches_a_lookup(tmp_path):
@@ -67,14 +63,22 @@ def test_the_scan_catches_a_lookup(tmp_path):
     assert engine_lookups(p, "planner/plan/x.py") == [(2, "<module>"), (5, "f")]
 
 
-def test_settings_carry_the_resolved_engine():
+def test_settings_carry_the_engine_their_caller_resolved():
     from dataclasses import replace
+
+    import pytest
 
     from planner import engines
     from planner.fits.memory import Settings
 
-    s = Settings(engine="llama-cpp")  # an alias, resolved once
-    assert s.engine == "llama.cpp" and s.resolved_engine is engines.get("llama.cpp")
-    assert replace(s, engine="vllm").resolved_engine is engines.get("vllm")  # replace resolves again
-    assert s == Settings(engine="llama.cpp") and hash(s) == hash(Settings(engine="llama.cpp"))
+    llama = engines.get("llama-cpp")  # an alias, resolved once by the caller
+    s = Settings(resolved_engine=llama)
+    assert s.engine == "llama.cpp" and s.resolved_engine is llama
+    assert replace(s, resolved_engine=engines.get("vllm")).engine == "vllm"  # the name follows the Engine
+    assert s == Settings(resolved_engine=engines.get("llama.cpp")) and hash(s) == hash(Settings(resolved_engine=llama))
+    assert Settings().resolved_engine is engines.get("transformers")  # no machine named: the registry's default
+    with pytest.raises(TypeError, match="resolved Engine"):
+        Settings(resolved_engine="vllm")  # a name is resolved where the plan starts, not here
+    with pytest.raises(TypeError):
+        Settings(engine="vllm")  # type: ignore[call-arg]  (the name is derived, not given)
     assert engines.resolve(None, "gpu") is engines.get("vllm") and engines.resolve("mlx", "gpu").name == "mlx"

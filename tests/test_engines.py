@@ -69,7 +69,7 @@ def test_defaults_per_machine_kind_are_defined_once():
 
 def test_toy_engine_sizes_the_ledger(toy):
     spec = load_spec("llama-3.1-8b")
-    led = ledger(spec, Settings(context=1000, engine="toy-engine"))
+    led = ledger(spec, Settings(context=1000, resolved_engine=engines.get("toy-engine")))
     # 1000 tokens round up to 1024 (16 blocks of 64): 32 layers x 8 KV heads x 128 x (K + V) x 2 B per token
     assert led.models[0].kv_cache_bytes == 1024 * 32 * 8 * 128 * 2 * 2
     assert led.overhead_bytes == TOY_OVERHEAD and led.overhead_source == "toy context"

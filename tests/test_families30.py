@@ -10,11 +10,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from planner import engines
 from planner.fits.memory import Settings, kv_per_token
 from planner.sources import load_spec
 
 HERE = Path(__file__).parent / "fixtures" / "heldout30"
-VLLM = Settings(context=8192, engine="vllm")
+VLLM = Settings(context=8192, resolved_engine=engines.get("vllm"))
 
 
 def _load(tmp_path: Path, name: str, **overrides):
@@ -296,6 +297,6 @@ def test_deepseek_v32_indexer_weights_and_its_key_cache(tmp_path):
     assert b.checkpoint_bytes - a.checkpoint_bytes == 62 * stored  # the MTP layer has an indexer too
     # one more key per token and layer: vLLM fp8 + an fp32 scale per 128 (132 B); transformers in bf16 (256 B)
     assert kv_per_token(b, VLLM) - kv_per_token(a, VLLM) == 61 * (d + 4)
-    hf = Settings(context=8192, engine="transformers")
+    hf = Settings(context=8192, resolved_engine=engines.get("transformers"))
     assert kv_per_token(b, hf) - kv_per_token(a, hf) == 61 * d * 2
     assert b.confidence == a.confidence == "high"

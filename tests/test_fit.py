@@ -79,7 +79,7 @@ def test_hand_values_match_reference(llama8b, llama1b):
 
 def test_single_gpu_vllm_verdict_by_hand(llama8b):
     m = get_machine("rtx-4090")
-    r = verdict.fit(F.Problem(llama8b, m, Settings(engine="vllm", context=8192)))
+    r = verdict.fit(F.Problem(llama8b, m, Settings(resolved_engine=engines.get("vllm"), context=8192)))
     budget = 24564 * MiB * 92 // 100  # nvidia-smi total x gpu_memory_utilization 0.92 (vllm/config/cache.py:215)
     used = W8B + KV8B * 8192 + A8B + VLLM_OVERHEAD
     (dev,) = r.devices
@@ -98,7 +98,7 @@ def test_single_gpu_vllm_verdict_by_hand(llama8b):
 
 def test_single_gpu_llamacpp_keeps_input_embedding_on_host(llama8b, llama1b):
     m = get_machine("rtx-4090")
-    s = Settings(engine="llama.cpp", context=4096)
+    s = Settings(resolved_engine=engines.get("llama.cpp"), context=4096)
     (dev,) = verdict.fit(F.Problem(llama8b, m, s, draft=llama1b)).devices
     target, draft = dev.shares
     assert target.weights_bytes == W8B - EMB8B  # token_embd in host RAM, output.weight on the GPU
@@ -113,7 +113,7 @@ def test_max_context_search_matches_closed_form_without_padding(llama8b):
     # SGLang holds exactly batch x context tokens: max context = floor(left / kv per token)
     for gib in (20, 24, 40):
         m = custom_gpu(gib * GiB)
-        r = verdict.fit(F.Problem(llama8b, m, Settings(engine="sglang", context=1024)))
+        r = verdict.fit(F.Problem(llama8b, m, Settings(resolved_engine=engines.get("sglang"), context=1024)))
         act = 4096 * (3 * 4096 + 32 * 128 + 8 * 256 + 3 * 14336) * 2 + LOGITS_256  # 4096-token chunk
         left = math.floor(gib * GiB * 0.9) - W8B - act - VLLM_OVERHEAD
         assert r.max_context == min(left // KV8B, 131_072)
@@ -122,7 +122,7 @@ def test_max_context_search_matches_closed_form_without_padding(llama8b):
 @pytest.mark.parametrize(("engine", "pad"), [("sglang", 1), ("vllm", 16)])
 def test_draft_lowers_max_context_by_its_weights_and_kv_share(llama8b, llama1b, engine, pad):
     m = custom_gpu(24 * GiB)
-    s = Settings(engine=engine, context=1024)
+    s = Settings(resolved_engine=engines.get(engine), context=1024)
     a_t, a_d = model_ledger(llama8b, s).activation_bytes, model_ledger(llama1b, s, "draft").activation_bytes
     left = math.floor(24 * GiB * {"sglang": 0.9, "vllm": 0.92}[engine]) - W8B - a_t - VLLM_OVERHEAD
     alone = F.max_context(F.Problem(llama8b, m, s))[0]
@@ -145,7 +145,7 @@ def test_tp2_split_of_70b_by_hand(llama70b):
     per_rank_kv = 80 * 4 * (128 + 128) * 2 * 8192  # 8 kv heads / tp 2 = 4 per rank
     per_rank_act = act_vllm(8192, 64, 8, 128, 28672, tp=2)
     m = with_overrides(get_machine("a100-80gb"), n_devices=2)
-    r = verdict.fit(F.Problem(llama70b, m, Settings(engine="vllm", context=8192), layout=F.Layout(tp=2)))
+    r = verdict.fit(F.Problem(llama70b, m, Settings(resolved_engine=engines.get("vllm"), context=8192), layout=F.Layout(tp=2)))
     assert len(r.devices) == 2
     budget = 81920 * MiB * 92 // 100  # gpu_memory_utilization 0.92 (vllm/config/cache.py:215)
     for d in r.devices:
@@ -157,7 +157,7 @@ def test_tp2_split_of_70b_by_hand(llama70b):
         assert d.headroom_bytes == budget - (per_rank_w + per_rank_kv + per_rank_act + 2 * VLLM_OVERHEAD)
     assert r.fits and r.headroom_bytes == 79_027_398_246 - 76_170_412_032
     # the same model on one of those GPUs does not fit, and more GPUs is a suggested fix
-    one = verdict.fit(F.Problem(llama70b, get_machine("a100-80gb"), Settings(engine="vllm", context=8192)))
+    one = verdict.fit(F.Problem(llama70b, get_machine("a100-80gb"), Settings(resolved_engine=engines.get("vllm"), context=8192)))
     assert not one.fits
     gpus = [x for x in one.suggestions if x.kind == "gpus"]
     assert gpus and gpus[0].value == 2 and gpus[0].fits and gpus[0].headroom_bytes == r.headroom_bytes
@@ -167,7 +167,7 @@ def test_pp2_split_of_70b_by_hand(llama70b):
     per_layer = 2 * 8192 * 8192 + 2 * 8192 * 1024 + 3 * 8192 * 28672 + 2 * 8192
     emb = 128_256 * 8192
     m = with_overrides(get_machine("a100-80gb"), n_devices=2)
-    devs = F.evaluate(F.Problem(llama70b, m, Settings(engine="vllm", context=4096), layout=F.Layout(pp=2)), 4096, 1)
+    devs = F.evaluate(F.Problem(llama70b, m, Settings(resolved_engine=engines.get("vllm"), context=4096), layout=F.Layout(pp=2)), 4096, 1)
     first, last = (d.shares[0] for d in devs)
     assert first.weights_bytes == 2 * (emb + 40 * per_layer)  # embedding + layers 0-39
     assert last.weights_bytes == 2 * (40 * per_layer + 8192 + emb)  # layers 40-79 + final norm + lm_head
@@ -178,7 +178,7 @@ def test_pp2_split_of_70b_by_hand(llama70b):
 
 
 def test_kv_heads_replicate_when_tp_exceeds_them(llama8b):
-    s = Settings(engine="vllm", context=4096)
+    s = Settings(resolved_engine=engines.get("vllm"), context=4096)
     full = model_ledger(llama8b, s).kv_cache_bytes
     for tp, per_rank in ((2, full // 2), (8, full // 8), (16, full // 8)):  # max(8 // tp, 1) heads per rank
         m = custom_gpu(80 * GiB, tp)
@@ -188,7 +188,7 @@ def test_kv_heads_replicate_when_tp_exceeds_them(llama8b):
 
 def test_mla_latent_cache_is_replicated_across_tp(tmp_path):
     spec = load_spec(str(model_dir(tmp_path, "DeepSeek-V2-Lite")))
-    s = Settings(engine="vllm", context=2048)
+    s = Settings(resolved_engine=engines.get("vllm"), context=2048)
     devs = F.evaluate(F.Problem(spec, custom_gpu(80 * GiB, 2), s, layout=F.Layout(tp=2)), 2048, 1)
     full = model_ledger(spec, s).kv_cache_bytes
     assert full == 27 * (512 + 64) * 2 * 2048  # latent 512 + rope 64 per layer
@@ -200,7 +200,7 @@ def test_mla_latent_cache_is_replicated_across_tp(tmp_path):
 @pytest.mark.parametrize("engine", ["vllm", "llama.cpp", "transformers"])
 def test_single_device_split_equals_the_ledger(tmp_path, name, engine):
     spec = load_spec(str(model_dir(tmp_path, name)))
-    s = Settings(engine=engine, context=6000, batch=2)
+    s = Settings(resolved_engine=engines.get(engine), context=6000, batch=2)
     (dev,) = F.evaluate(F.Problem(spec, get_machine("cpu-epyc-9654-384gb"), s), 6000, 2)
     row = model_ledger(spec, s)
     share = dev.shares[0]
@@ -220,7 +220,7 @@ def test_stage_ranges():
 
 def test_apple_unified_memory_by_hand(llama8b):
     m = get_machine("m3-max-36gb")
-    s = Settings(engine="mlx", context=8192)
+    s = Settings(resolved_engine=engines.get("mlx"), context=8192)
     r = verdict.fit(F.Problem(llama8b, m, s))
     budget = math.floor(36 * GiB * 0.666667)  # Metal working set: 2/3 of 36 GiB
     act = 2048 * (3 * 4096 + 32 * 128 + 8 * 256 + 3 * 14336) * 2 + 128_256 * 4  # prefill step + 1 logits row
@@ -243,7 +243,7 @@ def test_apple_default_working_set_fraction():
 
 def test_cpu_only_run_by_hand(llama8b):
     m = get_machine("cpu-ryzen-7-5800x-32gb")
-    s = Settings(engine="llama.cpp", context=4096)
+    s = Settings(resolved_engine=engines.get("llama.cpp"), context=4096)
     r = verdict.fit(F.Problem(llama8b, m, s))
     budget = math.floor(32 * GiB * 0.85)  # RAM after OS headroom; no llama.cpp GPU margin on a CPU
     act = 512 * (128_256 + 4096) * 4  # compute buffer: f32 logits + final hidden of a 512-token ubatch
@@ -269,7 +269,7 @@ def test_detected_free_memory_caps_the_budget():
 def test_suggestions_each_recomputed(llama8b, llama1b, tmp_path):
     smaller = load_spec(str(model_dir(tmp_path, "SmolLM2-135M")))
     m = get_machine("rtx-3060-12gb")
-    s = Settings(engine="vllm", context=8192)
+    s = Settings(resolved_engine=engines.get("vllm"), context=8192)
     p = F.Problem(llama8b, m, s, draft=llama1b)
     r = verdict.fit(p, smaller_drafts=[smaller])
     assert not r.fits and r.max_context == 0
@@ -302,7 +302,7 @@ def test_layout_errors(llama8b, llama1b):
 
 def test_draft_on_its_own_device(llama8b, llama1b):
     m = get_machine("2x-rtx-3090")
-    s = Settings(engine="transformers", context=4096)
+    s = Settings(resolved_engine=engines.get("transformers"), context=4096)
     devs = F.evaluate(F.Problem(llama8b, m, s, draft=llama1b, layout=F.Layout(draft_device=1)), 4096, 1)
     assert [[x.role for x in d.shares] for d in devs] == [["target"], ["draft"]]
     assert devs[1].shares[0].weights_bytes == W1B
@@ -328,7 +328,7 @@ def test_cli_json_schema_and_exit_codes(tmp_path, capsys):
     assert dev["budget_bytes"] == 24564 * MiB * 92 // 100 - 1024 * MiB
     assert dev["used_bytes"] == W8B + W1B + (KV8B + KV1B) * 8192 + A8B + A1B + VLLM_OVERHEAD
     assert data["headroom_bytes"] == dev["budget_bytes"] - dev["used_bytes"]
-    s = Settings(engine="vllm", context=8192)
+    s = Settings(resolved_engine=engines.get("vllm"), context=8192)
     assert data["ledger"] == ledger_json(ledger(load_spec(t), s, load_spec(d)))
 
     code, out, _ = run(["fit", t, "--draft", d, "--machine", "rtx-3060-12gb", "--engine", "vllm", "--json"], capsys)
@@ -376,7 +376,7 @@ def test_vision_tower_stays_on_the_first_stage(tmp_path):
     assert any(t.layer for t in vision)  # the tower numbers its own blocks from 0
     text = replace(spec, weights=WeightInventory(tuple(t for t in spec.weights.tensors if t.group != "vision"),
                                                  "header", spec.params_total, spec.params_active))
-    s = Settings(engine="vllm")
+    s = Settings(resolved_engine=engines.get("vllm"))
     with_tower, _ = weight_split(spec, s, 1, 2, on_host_ok=True)
     without, _ = weight_split(text, s, 1, 2, on_host_ok=True)
     assert with_tower[0] - without[0] == sum(t.nbytes for t in vision) and with_tower[1] == without[1]

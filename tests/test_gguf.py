@@ -19,6 +19,7 @@ from gguf import GGML_QUANT_SIZES, GGMLQuantizationType, GGUFEndian, GGUFReader,
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from planner import engines
 from planner.core import dtypes
 from planner.core.errors import ConfigError, HeaderError, ModelNotFound
 from planner.core.spec import CHUNKED, FULL, MLA, NONE, SLIDING
@@ -84,7 +85,7 @@ TOKENS = ["<unk>", "<s>", "</s>", *[f"t{i}" for i in range(61)]]  # 64 tokens
 
 
 def llama_cpp(ctx: int = 4096, **kw) -> Settings:
-    return Settings(context=ctx, engine="llama.cpp", **kw)
+    return Settings(context=ctx, resolved_engine=engines.get("llama.cpp"), **kw)
 
 
 # --- ggml types and exact tensor bytes --------------------------------------------------
@@ -472,7 +473,7 @@ def test_phi3_window_counts_full_in_llama_cpp_only(tmp_path):
                                             attention__sliding_window=256))
     per_layer = 4 * (32 + 32) * 2
     assert kv_cache(spec, llama_cpp(4096), 4096)[0] == 2 * per_layer * 4096  # full cache in llama.cpp
-    assert kv_cache(spec, Settings(context=4096, engine="transformers", kv_dtype="f16"), 4096)[0] == 2 * per_layer * 256
+    assert kv_cache(spec, Settings(context=4096, resolved_engine=engines.get("transformers"), kv_dtype="f16"), 4096)[0] == 2 * per_layer * 256
 
 
 def test_mla_latent_cache(tmp_path):
@@ -484,7 +485,7 @@ def test_mla_latent_cache(tmp_path):
     assert all(layer.attention == MLA and layer.kv_lora_rank == 512 and layer.rope_dim == 64 for layer in spec.layers)
     assert kv_per_token(spec, llama_cpp()) == 3 * (512 + 64) * 2  # latent + rope key, F16
     # transformers expands the latent: 16 heads x (192 + 128) per layer
-    assert kv_per_token(spec, Settings(engine="transformers", kv_dtype="f16")) == 3 * 16 * (192 + 128) * 2
+    assert kv_per_token(spec, Settings(resolved_engine=engines.get("transformers"), kv_dtype="f16")) == 3 * 16 * (192 + 128) * 2
     assert spec.moe.experts == 8 and spec.moe.experts_per_token == 2 and spec.moe.shared_intermediate == 64
     assert [layer.ffn for layer in spec.layers] == ["dense", "moe", "moe"]  # leading_dense_block_count = 1
 

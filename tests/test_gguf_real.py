@@ -46,7 +46,7 @@ def gemma():
     return load_spec(str(real(GEMMA)))
 
 
-LLAMA_CPP = Settings(context=8192, engine="llama.cpp")
+LLAMA_CPP = Settings(context=8192, resolved_engine=engines.get("llama.cpp"))
 
 
 def test_smollm2_exact_bytes_and_layers(smollm):

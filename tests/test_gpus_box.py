@@ -42,7 +42,7 @@ def test_the_all_reduce_of_a_one_token_forward_by_hand():
     roof = roofline_machine(with_overrides(get_machine("h100-sxm"), n_devices=2), F.Layout(tp=2), engines.get("vllm"))
     want = 2 * 32 * (1.01e-05 + 4096 * 2 / 32e9)
     assert roofline.allreduce_s(spec, roof, 1) == pytest.approx(want) == pytest.approx(6.6278e-4, rel=1e-4)
-    c = roofline.forward_cost(spec, roof, n=1, context=4096, settings=Settings(context=4096, engine="vllm"))
+    c = roofline.forward_cost(spec, roof, n=1, context=4096, settings=Settings(context=4096, resolved_engine=engines.get("vllm")))
     assert c.comm_s == pytest.approx(want)
     # 4 sequences x 5 verified tokens: the bytes grow with batch x n, the latency does not
     assert roofline.allreduce_s(spec, roof, 20) == pytest.approx(2 * 32 * (1.01e-05 + 20 * 4096 * 2 / 32e9))

@@ -37,7 +37,7 @@ def test_heads_rule_by_hand():
     assert F.heads_refuse_tp(spec, 16, engines.get("vllm")) is None  # 8 KV heads replicated twice over 16 ranks; 32 % 16 == 0
     assert "32 attention heads" in F.heads_refuse_tp(spec, 3, engines.get("vllm"))
     assert "32 attention heads" in F.heads_refuse_tp(spec, 64, engines.get("vllm"))
-    p = F.Problem(spec, get_machine("8x-h100-sxm"), Settings(engine="vllm"), F.Layout(tp=1, pp=8))
+    p = F.Problem(spec, get_machine("8x-h100-sxm"), Settings(resolved_engine=engines.get("vllm")), F.Layout(tp=1, pp=8))
     assert {(lay.tp, lay.pp) for lay in _layouts(p)} == {(1, 8), (2, 4), (4, 2), (8, 1)}  # the search agrees
 
 

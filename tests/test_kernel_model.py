@@ -10,6 +10,7 @@ import json
 
 import pytest
 
+from planner import engines
 from planner.core.errors import ConfigError
 from planner.fits import memory
 from planner.fits.memory import Settings
@@ -80,7 +81,7 @@ def test_calibration_reproduces_the_curves_it_was_fitted_on():
     """Each catalogued Q8_0 curve (PR #10581) against the model on its own chip: within 0.2 at every n."""
     pooled, _ = kernels._fits(str(kernels.catalog_dir()), "llama.cpp-metal")
     for name, fam, points, _src in metal().calibration:
-        chip = kernel_model.calibration_chip(name, "llama.cpp", "apple", "fp16")
+        chip = kernel_model.calibration_chip(name, engines.get("llama.cpp"), "apple", "fp16")
         for n, published in points:
             assert metal().ratio(n, fam, chip, Weights(Q8_0, 7_000_000_000), pooled) == pytest.approx(published, abs=0.2)
 
@@ -108,7 +109,7 @@ def test_the_roofline_scales_the_weight_read_by_the_model():
     spec = load_spec("qwen2.5-14b-instruct")
     roof = Roof(bandwidth_bytes_per_s=M4_MAX.bytes_per_s, peak_flops=M4_MAX.flops, name="m4-max-128gb", kind="apple",
                 gpu_family="apple-m4", gpu_tier="max")
-    s = Settings(context=4096, engine="llama.cpp", weights_dtype="q8_0")
+    s = Settings(context=4096, resolved_engine=engines.get("llama.cpp"), weights_dtype="q8_0")
     cost = forward_cost(spec, roof, n=4, context=4096, settings=s, overhead_s=0.0)
     bpw = memory.weights(spec, s)[0] / spec.params_total  # resident bytes per parameter
     assert bpw == pytest.approx(Q8_0, rel=0.05)
@@ -119,16 +120,31 @@ def test_the_roofline_scales_the_weight_read_by_the_model():
     assert cost.seconds_high == pytest.approx((w * r.high + kv + lg) / M4_MAX.bytes_per_s)
 
 
-def test_a_bad_physical_entry_is_one_clear_error(tmp_path, monkeypatch):
+def _physical(**change):
+    return {"backend": "llama.cpp-metal", "engine": "llama.cpp", "kind": "apple", "alu_key": "fp16",
+            "ranges": {"q8": [2, 8]}, "r1ptg": {}, "source": "s",
+            "calibration": [{"machine": "m2-ultra-192gb", "family": "q8", "points": {"2": 1.1}, "source": "s"}],
+            **change}
+
+
+@pytest.mark.parametrize("change, message", [
+    ({"ranges": {"q8": [1, 8]}}, "2 <= first <= last"),
+    # the entry's engine is the one whose verify_backend runs it on that kind of machine (engines.running)
+    ({"engine": "mlx"}, "names engine 'mlx', but llama.cpp runs llama.cpp-metal on apple machines"),
+    ({"backend": "x"}, "Cannot find the engine of kernel backend 'x' on apple machines"),
+])
+def test_a_bad_physical_entry_is_one_clear_error(tmp_path, monkeypatch, change, message):
     (tmp_path / "kernels").mkdir()
-    bad = {"backend": "x", "engine": "llama.cpp", "kind": "apple", "alu_key": "fp16", "ranges": {"q8": [1, 8]},
-           "r1ptg": {}, "calibration": [{"machine": "m2-ultra-192gb", "family": "q8", "points": {"2": 1.1},
-                                         "source": "s"}], "source": "s"}
+    bad = _physical(**change)
     (tmp_path / "kernels" / "verify_curves.json").write_text(json.dumps({"curves": [], "physical": [bad]}))
     monkeypatch.setenv("SPEC_PLANNER_CATALOG", str(tmp_path))
     kernels._catalog.cache_clear()
     try:
-        with pytest.raises(ConfigError, match="2 <= first <= last"):
-            kernels.ratio("x", "q8", 2, chip=M2_ULTRA, weights=Weights(Q8_0, 7_000_000_000))
+        with pytest.raises(ConfigError, match=message):
+            kernels.ratio(bad["backend"], "q8", 2, chip=M2_ULTRA, weights=Weights(Q8_0, 7_000_000_000))
     finally:
         kernels._catalog.cache_clear()
+
+
+def test_the_catalogue_holds_its_calibration_engine_resolved():
+    assert metal().engine is engines.get("llama.cpp")  # resolved once at load: calibration_chip looks nothing up

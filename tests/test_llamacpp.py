@@ -48,7 +48,7 @@ def llamacpp_compute_bytes(spec, s: Settings, context: int, **kw) -> int:
 
 
 def cpp(context: int, **kw) -> Settings:
-    return Settings(engine="llama.cpp", context=context, **kw)
+    return Settings(resolved_engine=engines.get("llama.cpp"), context=context, **kw)
 
 
 @pytest.fixture(scope="module")

@@ -87,7 +87,7 @@ def test_the_roofline_switches_to_the_matrix_kernel_past_eight_tokens():
     m4 = get_machine("m4-max-128gb")
     roof = Roof(bandwidth_bytes_per_s=546e9 * 0.85, peak_flops={"fp16": 16.15872e12}, name=m4.name, kind="apple",
                 gpu_cores=m4.gpu_cores, gpu_family=m4.gpu_family, gpu_tier=m4.gpu_tier)
-    s = Settings(context=4096, engine="llama.cpp", weights_dtype="q4_k")
+    s = Settings(context=4096, resolved_engine=engines.get("llama.cpp"), weights_dtype="q4_k")
     c8, c9 = (forward_cost(spec, roof, n=n, context=4096, settings=s, overhead_s=0.0) for n in (8, 9))
     assert (c8.kernel_basis, c9.kernel_basis) == ("model", "matrix")
     tiles = metal_matrix().seconds(forward_matmuls(spec, 9), 9, 16.15872e12, 40)
@@ -141,7 +141,7 @@ def _two_point_fits(models: tuple[str, str], kind: str, streamed, runs) -> list[
     1 B/s with no overhead (the bytes this roofline reads, or its seconds with a format factor in them)."""
     bare = Roof(bandwidth_bytes_per_s=1.0, peak_flops={"bf16": 1e15}, kind=kind)
     small, large = (streamed(forward_cost(load_spec(m), bare, n=1, context=512, overhead_s=0.0,
-                                          settings=Settings(context=512, engine="llama.cpp", weights_dtype="q4_k")))
+                                          settings=Settings(context=512, resolved_engine=engines.get("llama.cpp"), weights_dtype="q4_k")))
                     for m in models)
     fits = []
     for t_small, t_large, peak in runs:
@@ -163,7 +163,7 @@ def test_llamacpp_on_hbm_streams_at_its_own_share_and_pays_a_fixed_cost_per_forw
     roof = roofline_machine(a100, default_layout(1, engines.get("llama.cpp")), engines.get("llama.cpp"))
     assert roof.bandwidth_bytes_per_s == pytest.approx(a100.bandwidth_bytes_per_s * shares[1], rel=0.01)
     c = forward_cost(load_spec("llama-3.1-8b-instruct"), roof, n=1, context=512,
-                     settings=Settings(context=512, engine="llama.cpp"))
+                     settings=Settings(context=512, resolved_engine=engines.get("llama.cpp")))
     assert c.overhead_s == pytest.approx(fixed[1], rel=0.01)
     # vLLM's share does not change on HBM (its Marlin figure is an A100's); a GDDR card keeps the GPU share
     assert roofline_machine(a100, default_layout(1, engines.get("vllm")), engines.get("vllm")).bandwidth_bytes_per_s == \
@@ -186,13 +186,13 @@ def test_llamacpp_on_an_ultra_streams_at_its_own_share_and_pays_a_fixed_cost_per
     assert roof.share_kind == "apple-ultra"
     assert roof.bandwidth_bytes_per_s == pytest.approx(m3u.bandwidth_bytes_per_s * share, rel=0.01)
     c = forward_cost(load_spec("llama-3.1-8b-instruct"), roof, n=1, context=512,
-                     settings=Settings(context=512, engine="llama.cpp", weights_dtype="q4_k"))
+                     settings=Settings(context=512, resolved_engine=engines.get("llama.cpp"), weights_dtype="q4_k"))
     assert c.overhead_s == pytest.approx(fixed, rel=0.01)
     # the single-die chips keep the Apple share and no fixed cost; the Metal kernel model sees an Ultra at the
     # Apple share it was calibrated at, so the Ultra's t_v(n)/t_v(1) does not flatten with its lower stream
     pro = roofline_machine(get_machine("m4-max-128gb"), default_layout(1, engines.get("llama.cpp")), engines.get("llama.cpp"))
     assert pro.share_kind == "apple" and pro.bandwidth_bytes_per_s == pytest.approx(546e9 * 0.85)
-    spec, s = load_spec("qwen2.5-7b-instruct"), Settings(context=512, engine="llama.cpp", weights_dtype="q8_0")
+    spec, s = load_spec("qwen2.5-7b-instruct"), Settings(context=512, resolved_engine=engines.get("llama.cpp"), weights_dtype="q8_0")
     at_apple_share = replace(roof, bandwidth_bytes_per_s=m3u.bandwidth_bytes_per_s * 0.85, share_kind="apple")
     assert kernel_ratio(spec, s, "apple", 4, chip_class="apple-m3/ultra", machine=roof).central == pytest.approx(
         kernel_ratio(spec, s, "apple", 4, chip_class="apple-m3/ultra", machine=at_apple_share).central)
@@ -207,7 +207,7 @@ def test_llamacpp_on_amd_streams_at_its_own_share_fitted_on_published_rocm_decod
     def streamed(model: str, dtype: str) -> tuple[float, float]:
         bare = Roof(bandwidth_bytes_per_s=1.0, peak_flops={"bf16": 1e30, "fp16": 1e30}, kind="gpu")
         c = forward_cost(load_spec(model), bare, n=1, context=128,
-                         settings=Settings(context=128, engine="llama.cpp", weights_dtype=dtype))
+                         settings=Settings(context=128, resolved_engine=engines.get("llama.cpp"), weights_dtype=dtype))
         return c.memory_s, c.overhead_s
 
     xtx = get_machine("rx-7900-xtx")
@@ -219,7 +219,7 @@ def test_llamacpp_on_amd_streams_at_its_own_share_fitted_on_published_rocm_decod
     roof = roofline_machine(xtx, default_layout(1, engines.get("llama.cpp")), engines.get("llama.cpp"))
     assert roof.share_kind == "gpu-amd"
     assert roof.bandwidth_bytes_per_s == pytest.approx(xtx.bandwidth_bytes_per_s * share, rel=0.01)
-    assert format_factor(load_spec("meta-llama-3-8b"), Settings(context=128, engine="llama.cpp", weights_dtype="q4_k"),
+    assert format_factor(load_spec("meta-llama-3-8b"), Settings(context=128, resolved_engine=engines.get("llama.cpp"), weights_dtype="q4_k"),
                          roof)[0] == pytest.approx(factor, rel=0.01)
     # engines that catalogue no AMD share keep their GPU one
     assert roofline_machine(xtx, default_layout(1, engines.get("vllm")), engines.get("vllm")).share_kind == "gpu"
@@ -257,7 +257,7 @@ def test_a_tensor_parallel_group_streams_at_its_own_share_where_the_engine_catal
         bare = Roof(bandwidth_bytes_per_s=m.bandwidth_bytes_per_s * 8, peak_flops={"bf16": 1e18}, kind="gpu", tp=8,
                     link_bytes_per_s=m.interconnect[0], link_latency_s=m.interconnect[1])
         c = forward_cost(spec, bare, n=1, context=2048, overhead_s=0.0,
-                         settings=Settings(context=2048, engine="sglang", weights_dtype="bf16"))
+                         settings=Settings(context=2048, resolved_engine=engines.get("sglang"), weights_dtype="bf16"))
         shares.append(c.memory_s / (tpot - c.comm_s))
     h100 = get_machine("8x-h100-sxm")
     assert share_key(engines.get("sglang"), h100, 8) == "gpu-tp" and share_key(engines.get("sglang"), h100, 1) == "gpu"

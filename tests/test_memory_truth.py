@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from planner import engines
 from planner.fits.memory import Settings, kv_per_token, model_ledger
 from planner.sources import load_spec
 
@@ -38,7 +39,7 @@ def test_nemotron_h_with_infinity_parses_and_sizes_the_same(tmp_path):
     text = (plain / "config.json").read_text()
     (d / "config.json").write_text(text[:-1].rstrip().rstrip("}") + ', "time_step_limit": [0.0, Infinity]}')
     a, b = load_spec(str(plain)), load_spec(str(d))
-    s = Settings(context=8192, engine="vllm")
+    s = Settings(context=8192, resolved_engine=engines.get("vllm"))
     assert b.weights.resident_bytes == a.weights.resident_bytes
     assert kv_per_token(b, s) == kv_per_token(a, s) > 0
 
@@ -72,7 +73,7 @@ def test_mistral_format_folder(tmp_path):
     s = load_spec(str(d))
     assert s.weights.resident_bytes == data == 7_248_023_552 * 2  # Mistral-7B-v0.3: 7,248,023,552 params
     assert s.confidence == "exact" and s.model_type == "mistral"
-    assert kv_per_token(s, Settings(engine="vllm")) == n * 2 * kv * 2
+    assert kv_per_token(s, Settings(resolved_engine=engines.get("vllm"))) == n * 2 * kv * 2
 
 
 def test_mtp_layer_read_from_headers_on_its_own_row(tmp_path):
@@ -86,7 +87,7 @@ def test_mtp_layer_read_from_headers_on_its_own_row(tmp_path):
     s = load_spec(str(d))
     assert s.mtp is not None and s.mtp.source == "header" and s.mtp.layers == 1
     assert s.mtp.nbytes == (2 * h * h + h) * 2
-    led = model_ledger(s, Settings(engine="vllm"))
+    led = model_ledger(s, Settings(resolved_engine=engines.get("vllm")))
     v = cfg["vocab_size"]
     assert s.stored_extra_bytes == v * h * 2  # llama_tensors stores the tied lm_head too
     assert led.mtp_bytes == s.mtp.nbytes

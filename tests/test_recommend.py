@@ -54,7 +54,7 @@ def _used(target, draft, machine, context):
     from planner.fits import fit
     from planner.fits.memory import Settings
 
-    s = Settings(context=context, engine="transformers", spec_tokens=DEFAULT_MAX_K)
+    s = Settings(context=context, resolved_engine=engines.get("transformers"), spec_tokens=DEFAULT_MAX_K)
     devs = fit.evaluate(fit.Problem(target, machine, s, draft=draft), context, 1)
     return devs[0].used_bytes
 

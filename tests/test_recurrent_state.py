@@ -12,6 +12,7 @@ import json
 
 import pytest
 
+from planner import engines
 from planner.fits.memory import Settings
 from planner.plan import hybrid
 from planner.sources import load_spec
@@ -25,10 +26,10 @@ QWEN35 = "qwen3.5-35b-a3b"  # 40 layers, 30 Gated DeltaNet: conv_dim 8192, kerne
 
 def test_state_bytes_from_the_config_in_llamacpps_f32():
     spec = load_spec(QWEN35)
-    s = Settings(context=4096, batch=1, engine="llama.cpp", spec_tokens=8)
+    s = Settings(context=4096, batch=1, resolved_engine=engines.get("llama.cpp"), spec_tokens=8)
     # 30 layers x (8192 x (4 - 1) conv + 524,288 state) x 4 B (f32); spec_tokens adds no copies to a checkpoint
     assert rs.state_bytes(spec, s) == 30 * (8192 * 3 + 524_288) * 4 == 65_863_680
-    assert rs.state_bytes(spec, Settings(context=4096, batch=3, engine="llama.cpp")) == 3 * 65_863_680
+    assert rs.state_bytes(spec, Settings(context=4096, batch=3, resolved_engine=engines.get("llama.cpp"))) == 3 * 65_863_680
 
 
 def test_checkpoint_round_by_hand():
@@ -60,7 +61,7 @@ def _costs():
 
 def test_llamacpp_draft_model_on_a_hybrid_target_pays_the_checkpoint():
     spec = load_spec(QWEN35)
-    s = Settings(context=4096, batch=1, engine="llama.cpp")
+    s = Settings(context=4096, batch=1, resolved_engine=engines.get("llama.cpp"))
     c = hybrid.priced(_costs(), spec, "draft_model", s, 0.8, "gpu", 3.35e12)
     copy = 65_863_680 / 12e9  # the central host-copy rate
     assert c.verify_s[0] == 0.010  # plain decoding saves nothing
@@ -73,12 +74,12 @@ def test_llamacpp_draft_model_on_a_hybrid_target_pays_the_checkpoint():
 
 def test_mtp_rolls_back_in_place_and_dense_targets_are_untouched():
     spec = load_spec(QWEN35)
-    s = Settings(context=4096, batch=1, engine="llama.cpp")
+    s = Settings(context=4096, batch=1, resolved_engine=engines.get("llama.cpp"))
     c = hybrid.priced(_costs(), spec, "mtp", s, 0.8, "gpu", 3.35e12)
     assert c.verify_s[2] == pytest.approx(0.012 + 2 * 65_863_680 / 3.35e12)  # K = 2 states written on the device
     dense = load_spec("llama-3.1-8b-instruct")
     assert hybrid.priced(_costs(), dense, "draft_model", s, 0.8, "gpu", 3.35e12) == _costs()
-    vllm = Settings(context=4096, batch=1, engine="vllm")  # its per-position state copies are in the ledger
+    vllm = Settings(context=4096, batch=1, resolved_engine=engines.get("vllm"))  # its per-position state copies are in the ledger
     assert hybrid.priced(_costs(), spec, "draft_model", vllm, 0.8, "gpu", 3.35e12) == _costs()
 
 

@@ -78,7 +78,7 @@ def svg_root(data: bytes) -> ET.Element:
 
 def devices(machine: str, context: int = 8192, k_rows: int = 8):
     m = get_machine(machine)
-    s = Settings(context=context, engine="vllm", spec_tokens=k_rows)
+    s = Settings(context=context, resolved_engine=engines.get("vllm"), spec_tokens=k_rows)
     p = fit.Problem(load_spec(TARGET), m, s, fit.default_layout(m.n_devices, engines.get("vllm")), draft=load_spec(DRAFT))
     return fit.evaluate(p, context, 1)
 

@@ -66,7 +66,7 @@ def test_llama8b_bf16_on_1tbs_gpu_by_hand(llama8b):
 
 def test_engine_overhead_defaults_are_added(llama8b):
     bare = forward_cost(llama8b, GPU_1TB, n=1, context=1024, overhead_s=0.0).seconds
-    hf = forward_cost(llama8b, GPU_1TB, n=1, context=1024, settings=Settings(context=1024, engine="transformers"))
+    hf = forward_cost(llama8b, GPU_1TB, n=1, context=1024, settings=Settings(context=1024, resolved_engine=engines.get("transformers")))
     # eager PyTorch: (1/25.5 - 1/107) s over 32 layers, per layer, times Llama-8B's 32 layers
     assert hf.overhead_s == pytest.approx(1 / 25.5 - 1 / 107)
     assert hf.seconds == pytest.approx(bare + hf.overhead_s)
@@ -93,7 +93,7 @@ def test_kv_read_and_write_by_hand(llama8b):
     s = Settings(context=4096)
     assert kv_bytes_moved(llama8b, s, 4096, 3) == 4096 * LLAMA8B_KV_TOKEN + 3 * LLAMA8B_KV_TOKEN
     # llama.cpp pads the cache to 256 cells and stores f16: 1000 -> 1024 cells read
-    assert kv_bytes_moved(llama8b, Settings(context=1000, engine="llama.cpp"), 1000, 1) == \
+    assert kv_bytes_moved(llama8b, Settings(context=1000, resolved_engine=engines.get("llama.cpp")), 1000, 1) == \
         1024 * LLAMA8B_KV_TOKEN + LLAMA8B_KV_TOKEN
 
 
@@ -155,7 +155,7 @@ def test_bad_inputs(llama8b):
 
 def test_roofline_feeds_predict(llama8b):
     draft = load_spec("llama-3.2-1b-instruct")
-    s = Settings(context=4096, engine="vllm")
+    s = Settings(context=4096, resolved_engine=engines.get("vllm"))
     verify = verify_curve(llama8b, GPU_1TB, context=4096, n_max=9, settings=s)
     t_d = draft_step_s(draft, GPU_1TB, context=4096, settings=s)
     assert t_d / verify[0] == pytest.approx(
@@ -172,7 +172,7 @@ def test_quantised_small_batch_kernels_scale_the_weight_read(llama8b):
     """llama.cpp CUDA Q4_0: mul_mat_vec_q redoes the dequantising dot product per token up to n = 8
     (published t_v(8)/t_v(1) = 2.173, RTX 3090, PR #15802): the weight-read time is scaled by it."""
     gpu = Roof(bandwidth_bytes_per_s=1e12, peak_flops={"bf16": 1e15}, name="gpu", kind="gpu")
-    s = Settings(context=1024, engine="llama.cpp", weights_dtype="q4_0")
+    s = Settings(context=1024, resolved_engine=engines.get("llama.cpp"), weights_dtype="q4_0")
     one = forward_cost(llama8b, gpu, n=1, context=1024, settings=s, overhead_s=0.0)
     eight = forward_cost(llama8b, gpu, n=8, context=1024, settings=s, overhead_s=0.0)
     w8, kv8 = weight_bytes_read(llama8b, s, 8), kv_bytes_moved(llama8b, s, 1024, 8)
@@ -191,7 +191,7 @@ def test_quantised_small_batch_kernels_scale_the_weight_read(llama8b):
 
 def test_float_weights_on_a_backend_without_curves_stay_flat(llama8b):
     gpu = Roof(bandwidth_bytes_per_s=1e12, peak_flops={"bf16": 1e15}, name="gpu", kind="gpu")
-    s = Settings(context=1024, engine="llama.cpp", weights_dtype="int4")  # GPTQ int4: no llama.cpp kernel curve
+    s = Settings(context=1024, resolved_engine=engines.get("llama.cpp"), weights_dtype="int4")  # GPTQ int4: no llama.cpp kernel curve
     c = forward_cost(llama8b, gpu, n=8, context=1024, settings=s, overhead_s=0.0)
     assert c.kernel_basis == "none" and c.seconds_low == c.seconds == c.seconds_high
 
@@ -199,7 +199,7 @@ def test_float_weights_on_a_backend_without_curves_stay_flat(llama8b):
 @pytest.mark.parametrize("batch", [4, 256])
 def test_a_batch_reads_the_weights_once_and_every_sequences_cache(llama8b, batch):
     """B sequences of n tokens: weights once (n x B rows of an untied embedding gathered), B caches, B x FLOPs."""
-    s = Settings(context=512, engine="vllm", kv_dtype="fp8", batch=batch)
+    s = Settings(context=512, resolved_engine=engines.get("vllm"), kv_dtype="fp8", batch=batch)
     c = forward_cost(llama8b, GPU_1TB, n=3, context=512, settings=s, overhead_s=0.0)
     w = weight_bytes_read(llama8b, s, 3 * batch)
     kv = batch * kv_bytes_moved(llama8b, s, 512, 3)
@@ -214,7 +214,7 @@ def test_a_batch_reads_the_weights_once_and_every_sequences_cache(llama8b, batch
 
 def test_at_large_batch_verification_turns_compute_bound(llama8b):
     """At 1024 sequences one verify forward of 4 tokens each is 4096 token rows: past the ridge point."""
-    s = Settings(context=512, engine="vllm", kv_dtype="fp8", batch=1024)
+    s = Settings(context=512, resolved_engine=engines.get("vllm"), kv_dtype="fp8", batch=1024)
     one = forward_cost(llama8b, GPU_1TB, n=1, context=512, settings=s, overhead_s=0.0)
     four = forward_cost(llama8b, GPU_1TB, n=4, context=512, settings=s, overhead_s=0.0)
     assert one.bound == "memory" and four.bound == "compute"
@@ -231,7 +231,7 @@ H100_VLLM = Roof(bandwidth_bytes_per_s=3.35e12 * 0.75, peak_flops={"bf16": 989.5
 def test_rows_past_the_published_curve_add_their_matmul_time(llama8b):
     """vLLM bf16 on CUDA: the whole-model curve (vLLM PR #23197) is published to 16 token rows and held past
     it. A batch of 32 sequences x 5 tokens is 160 rows: the 144 rows past 16 add their FLOPs, not overlapped."""
-    s = Settings(context=512, engine="vllm", kv_dtype="fp8", batch=32)
+    s = Settings(context=512, resolved_engine=engines.get("vllm"), kv_dtype="fp8", batch=32)
     c = forward_cost(llama8b, H100_VLLM, n=5, context=512, settings=s, overhead_s=0.0)
     comp = 32 * forward_flops(llama8b, 512, 5) / (989.5e12 * 0.75)
     mem = (weight_bytes_read(llama8b, s, 160) * 1.424 + 32 * kv_bytes_moved(llama8b, s, 512, 5)

@@ -57,7 +57,7 @@ def test_a_model_whose_heads_do_not_split_over_every_gpu_runs_on_fewer():
     m, t = get_machine("2x-rtx-4090"), F.target("HuggingFaceTB/SmolLM2-135M")
     assert fit.heads_refuse_tp(t.spec, 2, engines.get("vllm"))
     row = F.row(t, m, F.Options(context=4096, engine="vllm"))
-    one = fit.Problem(t.spec, m, Settings(context=4096, batch=1, engine="vllm", spec_tokens=0),
+    one = fit.Problem(t.spec, m, Settings(context=4096, batch=1, resolved_engine=engines.get("vllm"), spec_tokens=0),
                       fit.default_layout(2, engines.get("vllm"), tp=1, pp=1))
     assert row.error is None and row.fits
     assert row.headroom_bytes == (row.choice.headroom_bytes if row.choice.draft else fit.headroom(one))
@@ -74,7 +74,7 @@ def test_kv_ledger_by_distinct_layers_equals_the_sum_over_every_layer(ref):
     spec = load_spec(ref)
     for engine in ("vllm", "llama.cpp", "transformers"):
         for context, batch, k in ((4096, 1, 0), (33_000, 4, 3)):
-            s = Settings(context=context, batch=batch, engine=engines.canonical(engine), spec_tokens=k)
+            s = Settings(context=context, batch=batch, resolved_engine=engines.get(engines.canonical(engine)), spec_tokens=k)
             fmt, swa = M.kv_format(s.kv_dtype, spec.dtype, s.resolved_engine), M.runs_swa(spec, s)
             kv = sum(M.layer_token_bytes(x, fmt, s.resolved_engine) * M.layer_tokens_held(x, s, context, swa=swa)
                      for x in spec.layers if x.has_kv)

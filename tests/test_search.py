@@ -34,7 +34,7 @@ def llama70b():
 
 def _problem(spec, engine, machine="2x-rtx-4090", **kw):
     m = get_machine(machine)
-    return Problem(spec, m, Settings(engine=engine, context=4096), default_layout(m.n_devices, engines.get(engine)),
+    return Problem(spec, m, Settings(resolved_engine=engines.get(engine), context=4096), default_layout(m.n_devices, engines.get(engine)),
                    **kw)
 
 
@@ -84,7 +84,7 @@ def test_ngl_ledger_by_hand(llama70b):
     the input embedding and the other layers in RAM."""
     lay = Layout(tp=1, pp=2, gpu_layers=26)
     assert lay.first_gpu_layer(80) == 55 and Layout(gpu_layers=81).first_gpu_layer(80) == 0
-    s = Settings(engine="llama.cpp", context=4096)
+    s = Settings(resolved_engine=engines.get("llama.cpp"), context=4096)
     p = Problem(llama70b, get_machine("2x-rtx-4090"), s, lay)
     tensors = resident_tensors(llama70b, s)
     host_w = sum(t.nbytes for t in tensors if t.group == "embedding" or (t.layer is not None and t.layer < 55))
@@ -100,7 +100,7 @@ def test_ngl_ledger_by_hand(llama70b):
 
 def test_n_cpu_moe_moves_only_experts():
     spec = load_spec("mixtral-8x7b-v0.1")
-    s = Settings(engine="llama.cpp", context=4096)
+    s = Settings(resolved_engine=engines.get("llama.cpp"), context=4096)
     m = get_machine("rtx-4090")
     full = evaluate(Problem(spec, m, s, Layout()), 4096, 1)
     part = evaluate(Problem(spec, m, s, Layout(cpu_moe_layers=10)), 4096, 1)
@@ -177,6 +177,6 @@ def test_offload_ledger_around_the_chosen_ngl(llama70b, capsys):
     assert rows[ngl]["headroom_bytes"] >= 0 > rows[ngl + 1]["headroom_bytes"]  # the largest -ngl that fits
     # each layer fewer on the GPUs moves one decoder layer's weights and KV to host RAM
     layer = rows[ngl - 4]["host_bytes"] - rows[ngl]["host_bytes"]
-    s = Settings(engine="llama.cpp", context=4096)
+    s = Settings(resolved_engine=engines.get("llama.cpp"), context=4096)
     one = sum(t.nbytes for t in resident_tensors(llama70b, s) if t.layer == 40) + 2 * 8 * 128 * 2 * 4096
     assert layer == 4 * one

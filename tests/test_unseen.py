@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
+from planner import engines
 from planner.fits.memory import Settings, kv_cache, kv_per_token, model_ledger
 from planner.sources import load_spec
 
 UNSEEN = Path(__file__).parent / "fixtures" / "unseen"
 TRUTH = json.loads((UNSEEN / "truth.json").read_text())
 ERRATA = json.loads((UNSEEN / "errata.json").read_text())
-VLLM = Settings(context=8192, engine="vllm")
+VLLM = Settings(context=8192, resolved_engine=engines.get("vllm"))
 
 
 def spec(name: str, tmp_path: Path | None = None):

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from .. import engines
 from ..core.constants import DEFAULT_CONTEXT, MAX_BATCH
 from ..core.spec import ModelSpec
 from ..core.units import parse_bytes, parse_tokens
@@ -49,7 +50,7 @@ def run(model: str, *, draft: str | None, method_kind: str | None, context: str,
     kind = host_kind()  # a glance at this host: the engine default, and no CUDA context on Metal/CPU
     dtypes = [d.strip() for d in weights_dtype.split(",") if d.strip()] if weights_dtype else []
     settings = mem.Settings(context=parse_tokens(context), batch=batch,
-                            engine=engine_for(engine, target, dspec, kind=kind),
+                            resolved_engine=engines.get(engine_for(engine, target, dspec, kind=kind)),
                             kv_dtype=kv_dtype, weights_dtype=dtypes[0] if len(dtypes) == 1 else None,
                             group_size=group_size,
                             overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None,

@@ -284,8 +284,7 @@ def fit(
     method = load_method(draft, kind=method_kind, target=tspec)
     dspec = method.resident_model() if method else None  # what the method keeps resident
     m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus)
-    settings = Settings(context=parse_tokens(context), batch=batch, engine=engine_for(engine, tspec, dspec,
-                                                                                      kind=m.kind),
+    settings = Settings(context=parse_tokens(context), batch=batch, resolved_engine=engines.get(engine_for(engine, tspec, dspec, kind=m.kind)),
                         kv_dtype=kv_dtype, weights_dtype=weights_dtype, group_size=group_size,
                         overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None,
                         draft_context=parse_tokens(draft_context, what="--draft-context") if draft_context
@@ -293,7 +292,7 @@ def fit(
     layout = replace(default_layout(m.n_devices, settings.resolved_engine, tp, pp, draft_device), gpu_layers=gpu_layers,
                      cpu_moe_layers=n_cpu_moe)
     warnings = [f"{s.id}: {w}" for s in (tspec, dspec) if s for w in s.warnings]
-    own = engines.get(settings.engine).device_margin_bytes
+    own = settings.resolved_engine.device_margin_bytes
     safety = parse_bytes(margin, what="--margin") if margin else max(DEFAULT_FIT_MARGIN_BYTES - own, 0)
     problem = fitmod.Problem(target=tspec, machine=m, settings=settings, layout=layout, draft=dspec,
                              utilization=utilization, margin_bytes=safety)

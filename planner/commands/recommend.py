@@ -237,7 +237,8 @@ def _with_cheapest_fit(rec: Any, run: Any, plan: dict[str, Any], spec: Any, m: A
     """The target does not fit as asked: plan again with the cheapest combination of changes that fits
     the target alone (fits/search.py), or say that none does. Partial offload is left to `planner fit`
     (the speed model prices weights at device bandwidth)."""
-    s = Settings(context=plan["context"], batch=batch, engine=eng, weights_dtype=plan["weights_dtype"],
+    s = Settings(context=plan["context"], batch=batch, resolved_engine=engines.get(eng),
+                 weights_dtype=plan["weights_dtype"],
                  kv_dtype=(plan["kv_dtypes"] or [None])[0])
     combos = [c for c in search.search(fitmod.Problem(spec, m, s, plan["layout"], utilization=plan["utilization"]))
               if c.problem.layout.gpu_layers is None and not c.problem.layout.cpu_moe_layers]

@@ -3,8 +3,8 @@
 Why one registry: every layer (ledger, fit, pairing, speed, plan, launch) reads the engine's facts from
 its `Engine` instead of testing its name, so adding an engine is its file plus one line in `_BUILTIN`
 below (or `register()` at run time, which tests use for a toy engine). A name is resolved once, where a
-plan starts (the CLI's entry points: `get`, `resolve` for `--engine auto`; `fits.memory.Settings` when it
-is made), and the resolved Engine travels down (tests/test_engine_resolution.py).
+plan starts (the CLI's entry points: `get`, `resolve` for `--engine auto`), and the resolved Engine travels
+down, in `fits.memory.Settings` among others (tests/test_engine_resolution.py).
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from . import llamacpp, mlx, sglang, transformers, vllm
 from .base import Engine, LaunchInput, Verdict
 
 __all__ = ["Engine", "LaunchInput", "Verdict", "all_engines", "canonical", "default_engine", "get", "launch",
-           "measured_by", "names", "register", "resolve", "unregister"]
+           "measured_by", "names", "register", "resolve", "running", "unregister"]
 
 # Order is the order engines are listed in reports and help text.
 _BUILTIN = (llamacpp.ENGINE, vllm.ENGINE, sglang.ENGINE, transformers.ENGINE, mlx.ENGINE)
@@ -93,6 +93,21 @@ def resolve(name: str | None, machine_kind: str | None, *, gguf: bool = False) -
         UsageError: unknown engine.
     """
     return get(name or default_engine(machine_kind, gguf=gguf))
+
+
+def running(backend: str, machine_kind: str) -> Engine:
+    """The engine whose kernels `backend` is on `machine_kind` machines (its `Engine.verify_backend` names it):
+    the engine a kernel catalogue's calibration chips stream at, resolved once when the catalogue loads.
+
+    Raises:
+        UsageError: no registered engine runs that backend on that kind of machine.
+    """
+    owner = next((e for e in _REGISTRY.values() if e.verify_backend.get(machine_kind) == backend), None)
+    if owner is None:
+        raise UsageError(f"Cannot find the engine of kernel backend '{backend}' on {machine_kind} machines: no "
+                         f"registered engine lists it in its verify_backend (expected one of "
+                         f"{', '.join(sorted({b for e in _REGISTRY.values() for b in e.verify_backend.values()}))}).")
+    return owner
 
 
 def measured_by(backend: str) -> str | None:

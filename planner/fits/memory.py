@@ -27,13 +27,22 @@ from ..engines.base import windowed
 KV_DTYPES = ("auto", "f32", "f16", "bf16", "fp8", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")
 
 
+def _no_machine_engine() -> engines.Engine:
+    return engines.resolve(None, None)  # no machine named: the registry's default (transformers)
+
+
 @dataclass(frozen=True)
 class Settings:
-    """How the model will be run. `kv_dtype=None`: the engine's default (model dtype; f16 in llama.cpp)."""
+    """How the model will be run. `kv_dtype=None`: the engine's default (model dtype; f16 in llama.cpp).
+
+    The engine comes resolved (`resolved_engine=`, an `Engine` the caller got from the registry where the plan
+    starts): the ledger, fit and speed rules read its facts here and never look a name up again. `engine` is
+    its canonical name, derived, and is what equality, the hash and the repr use (an Engine holds tables).
+    """
 
     context: int = DEFAULT_CONTEXT
     batch: int = 1
-    engine: str = engines.default_engine(None)  # no machine named: transformers
+    engine: str = field(init=False)  # resolved_engine.name
     kv_dtype: str | None = None
     weights_dtype: str | None = None
     group_size: int = 128
@@ -41,14 +50,14 @@ class Settings:
     overhead_bytes: int | None = None
     prefill_chunk: int | None = None
     draft_context: int | None = None  # llama.cpp -cd: the draft's own context
-    # the engine itself, resolved once from the name when the settings are made: the ledger, fit and speed
-    # rules read its facts here instead of looking the name up again (left out of equality and the hash)
-    resolved_engine: engines.Engine = field(init=False, repr=False, compare=False)
+    # the engine itself, resolved by the caller (left out of equality and the hash: its name stands for it)
+    resolved_engine: engines.Engine = field(default_factory=_no_machine_engine, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        resolved = engines.get(self.engine)
-        object.__setattr__(self, "engine", resolved.name)
-        object.__setattr__(self, "resolved_engine", resolved)
+        if not isinstance(self.resolved_engine, engines.Engine):
+            raise TypeError(f"Settings takes the resolved Engine (engines.get(name) where the plan starts), not "
+                            f"{self.resolved_engine!r}")
+        object.__setattr__(self, "engine", self.resolved_engine.name)
         for name in ("context", "batch"):
             v = getattr(self, name)
             if not isinstance(v, int) or v < 1:

@@ -79,7 +79,7 @@ def fit(p: Problem, *, smaller_drafts: Sequence[ModelSpec] = ()) -> FitResult:
         >>> from planner.fits.fit import Problem
         >>> from planner.fits.machine_lookup import get_machine
         >>> from planner.fits.memory import Settings
-        >>> r = fit(Problem(load_spec("llama-3.1-8b"), get_machine("rtx-4090"), Settings(engine="llama.cpp")))
+        >>> r = fit(Problem(load_spec("llama-3.1-8b"), get_machine("rtx-4090"), Settings(resolved_engine=engines.get("llama.cpp"))))
         >>> r.fits, r.max_context_limit
         (True, 'memory')
     """

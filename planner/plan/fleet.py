@@ -163,7 +163,7 @@ def _engine(o: Options, m: Machine, spec: ModelSpec) -> Engine:
 
 def _plain(t: Target, m: Machine, o: Options, engine: Engine, layout: fit.Layout, wd: str | None) -> fit.Problem:
     # the same baseline problem recommend builds (plan/recommend.py: base_s)
-    s = Settings(context=o.context, batch=o.batch, engine=engine.name, spec_tokens=0, weights_dtype=wd)
+    s = Settings(context=o.context, batch=o.batch, resolved_engine=engine, spec_tokens=0, weights_dtype=wd)
     return fit.Problem(t.spec, m, s, layout, utilization=o.utilization)
 
 
@@ -253,7 +253,7 @@ def _plain_rate(t: Target, m: Machine, o: Options, engine: Engine, layout: fit.L
     if profiled:
         return 1.0 / o.profile.target.verify_s[0], "profile (measured)"
     kv = o.kv_dtype or engine.kv_options[0]
-    s = Settings(context=o.context, batch=o.batch, engine=engine.name, kv_dtype=None if kv == "auto" else kv,
+    s = Settings(context=o.context, batch=o.batch, resolved_engine=engine, kv_dtype=None if kv == "auto" else kv,
                  weights_dtype=wd, spec_tokens=o.max_k)
     roof = P.roofline_machine(m, layout, engine)
     (c,) = roofline.verify_costs(t.spec, roof, context=o.context, n_max=1, settings=s)

@@ -90,7 +90,7 @@ def load_notes(points: Sequence[BatchPoint], k_chosen: int, draft: ModelSpec | N
                      f"{worst.k} ({worst.speedup:.2f}x)")
     if draft is not None and points:
         top = points[-1]
-        one = Settings(context=s.context, batch=1, engine=s.engine, kv_dtype=s.kv_dtype)
+        one = Settings(context=s.context, batch=1, resolved_engine=s.resolved_engine, kv_dtype=s.kv_dtype)
         kv = top.batch * roofline.kv_bytes_moved(draft, one, s.context, 1)
         weights = roofline.weight_bytes_read(draft, one, top.batch)
         if kv > weights:

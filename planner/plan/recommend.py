@@ -318,7 +318,7 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: E
         raise UsageError(f"Cannot model --draft-p-min on {engine.name}: it drafts K tokens every round (only "
                          f"llama.cpp stops drafting below a confidence). Drop --draft-p-min or use --engine llama.cpp.")
     layout = layout or fit.default_layout(machine.n_devices, engine)
-    base_s = Settings(context=context, batch=batch, engine=engine.name, spec_tokens=0, weights_dtype=weights_dtype)
+    base_s = Settings(context=context, batch=batch, resolved_engine=engine, spec_tokens=0, weights_dtype=weights_dtype)
     base = fit.evaluate(fit.Problem(target, machine, base_s, layout, utilization=utilization), context, batch)
     base_headroom = min(d.headroom_bytes for d in base)
     family, how = tokenizer_family(target)
@@ -376,7 +376,7 @@ def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: E
         alpha = acceptance_for(target, method, given=given_acceptance,
                                measured=(measured_acceptance or {}).get(method.label), tli=compat.tli_alpha)
         for kv in kv_dtypes or engine.kv_options:
-            s = Settings(context=context, batch=batch, engine=engine.name, kv_dtype=None if kv == "auto" else kv,
+            s = Settings(context=context, batch=batch, resolved_engine=engine, kv_dtype=None if kv == "auto" else kv,
                          weights_dtype=weights_dtype,
                          spec_tokens=k_max)
             problem = fit.Problem(target, machine, s, layout, draft=method.resident_model(),

@@ -144,8 +144,9 @@ def scenarios(d: Deployment, machines: Sequence[Machine], *, base: str | Path = 
     for m in machines:
         resident = method.resident_model() if method is not None else None  # None: n-gram lookup
         gguf = target.source == "gguf" or (resident is not None and resident.source == "gguf")
-        engine = d.engine if d.engine != AUTO_ENGINE else engines.default_engine(m.kind, gguf=gguf)
-        s = Settings(context=d.context, batch=d.batch, engine=engine, kv_dtype=d.kv_dtype,
+        # the deployment's engine, resolved once for this machine (auto: the registry's pick for its kind)
+        engine = engines.resolve(None if d.engine == AUTO_ENGINE else d.engine, m.kind, gguf=gguf)
+        s = Settings(context=d.context, batch=d.batch, resolved_engine=engine, kv_dtype=d.kv_dtype,
                      weights_dtype=d.weights_dtype, spec_tokens=k_rows)
         label = machine_label(m)
         path = d.profile_for(label)

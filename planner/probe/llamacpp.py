@@ -274,7 +274,7 @@ def time_model(path: str, *, points: int, all_logits: bool, st: Any, gpu: bool, 
 
 
 def _need_bytes(spec: ModelSpec, context: int) -> int:
-    s = Settings(context=context, engine=llamacpp_engine.NAME)
+    s = Settings(context=context, resolved_engine=llamacpp_engine.ENGINE)
     return spec.weights.resident_bytes + kv_cache(spec, s, context)[0] + activations(spec, s, context)
 
 

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from .. import engines
-from ..core.errors import ConfigError
+from ..core.errors import ConfigError, UsageError
 from ..engines.base import ShareKey
 from ..fits import machine_lookup
 
@@ -80,7 +80,7 @@ class Physical:
     #                          switch) or "flat" (a float GEMM the roofline's compute term prices; high end held)
     r1ptg: Mapping[int, int]  # token columns per pass at each n (the dispatch switch)
     dual_issue: Mapping[str, float]  # GPU generation (gpu_family) -> instructions issued per cycle (M3 and later: 2)
-    engine: str  # whose bandwidth share the calibration chips stream at
+    engine: engines.Engine  # whose bandwidth share the calibration chips stream at (resolved when the catalogue loads)
     kind: str
     calibration: tuple[tuple[str, str, tuple[tuple[int, float], ...], str], ...]  # (machine, family, points, source)
     source: str
@@ -140,11 +140,10 @@ class Physical:
 FAMILY_BPW = {"q8": 34 / 32, "float": 2.0}
 
 
-def calibration_chip(name: str, engine: str, kind: str, alu_key: str) -> Chip:
+def calibration_chip(name: str, e: engines.Engine, kind: str, alu_key: str) -> Chip:
     """A calibration machine as the roofline sees it (plan/recommend.roofline_machine): catalogue bandwidth x
     the engine's bandwidth share, FLOP/s x its compute share."""
     m = machine_lookup.get_machine(name)
-    e = engines.get(engine)
     share = e.bandwidth_efficiency.get(cast("ShareKey", kind), (1.0, ""))[0]
     compute = e.compute_efficiency.get(cast("ShareKey", kind), (1.0, ""))[0]
     alu = m.peak_flops.get(alu_key)
@@ -181,9 +180,10 @@ def physical(item: Mapping[str, Any], path: str) -> Physical:
                      tuple(sorted((int(n), float(r)) for n, r in dict(c["points"]).items())), str(c["source"]))
                     for c in item["calibration"])
         mat = matrix(item["matrix"], path) if item.get("matrix") is not None else None
-        p = Physical(backend=str(item["backend"]), alu_key=str(item["alu_key"]), ranges=ranges, past=past, r1ptg=r1, dual_issue=issue,
-                     engine=str(item["engine"]), kind=str(item["kind"]), calibration=cal, source=str(item["source"]),
-                     matrix=mat)
+        backend, kind = str(item["backend"]), str(item["kind"])
+        p = Physical(backend=backend, alu_key=str(item["alu_key"]), ranges=ranges, past=past, r1ptg=r1, dual_issue=issue,
+                     engine=_owner(backend, kind, str(item["engine"]), path), kind=kind, calibration=cal,
+                     source=str(item["source"]), matrix=mat)
     except (KeyError, TypeError, ValueError, IndexError) as e:
         raise ConfigError(f"Cannot read '{path}': physical: {e!r} (expected backend, alu_key, ranges, r1ptg, "
                           f"engine, kind, calibration, source).", path, key="physical") from e
@@ -195,6 +195,22 @@ def physical(item: Mapping[str, Any], path: str) -> Physical:
                           f"'matrix' entry).", path,
                           key="physical")
     return p
+
+
+def _owner(backend: str, kind: str, named: str, path: str) -> engines.Engine:
+    """The engine the entry's calibration chips stream at: the one running `backend` on `kind` machines
+    (the registry's `verify_backend`), which must be the engine the entry names (a catalogue that drifts
+    from the engines is an error here, not a silently different share)."""
+    try:
+        owner = engines.running(backend, kind)
+        same = engines.canonical(named) == owner.name
+    except UsageError as e:
+        raise ConfigError(f"Cannot read '{path}': physical {backend}: {e}", path, key="physical") from e
+    if not same:
+        raise ConfigError(f"Cannot read '{path}': physical {backend} names engine '{named}', but {owner.name} runs "
+                          f"{backend} on {kind} machines (Engine.verify_backend). Name {owner.name}.", path,
+                          key="physical")
+    return owner
 
 
 def same_class(curve_class: str, params_b: float | None, chip: Chip, w: Weights) -> bool:
