@@ -8,6 +8,7 @@ weights from safetensors headers when present, else from the config's shapes.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Any
 
 from ..core import quant, quant_checkpoint
@@ -100,7 +101,7 @@ def spec_from_located(loc: Located) -> ModelSpec:
         mtp = mtp_from_header(loc.tensors, len(arch.layers))
         stored_extra = inv.excluded_bytes - (mtp.nbytes if mtp else 0)
     else:
-        stored = logical
+        stored: Sequence[TensorInfo] = logical  # re-sized as a tuple under a quantization_config
         # mlx-lm writes `quantization` (and, since mlx-lm #957, the same dict as quantization_config)
         qc = text.get("quantization_config") or text.get("quantization")
         scheme = quant_checkpoint.from_quantization_config(qc) if isinstance(qc, dict) else None

@@ -10,6 +10,7 @@ the keys as fallback for files written without tensors.
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -88,7 +89,9 @@ class ArchResult:
 
 
 class _Meta:
-    """Typed access to `{arch}.*` keys with bounds; errors name the file and the key."""
+    """Typed access to `{arch}.*` keys with bounds; errors name the file and the key.
+
+    Past `def int` the class body's `int` is that method: annotations below it say `builtins.int`."""
 
     def __init__(self, h: GGUFHeader, arch: str) -> None:
         self.h, self.arch = h, arch
@@ -115,7 +118,8 @@ class _Meta:
             raise self.bad(k, f"an integer between 0 and {bound}", v)
         return int(v)
 
-    def per_layer(self, name: str, n: int, default: int, *, bound: int = 1 << 31) -> list[int]:
+    def per_layer(self, name: str, n: builtins.int, default: builtins.int, *,
+                  bound: builtins.int = 1 << 31) -> list[builtins.int]:
         """A scalar for every layer or an array of n values (llama.cpp get_key_or_arr)."""
         k = self.key(name)
         if k not in self.h.metadata:
@@ -128,7 +132,7 @@ class _Meta:
             return [int(x) for x in v]
         return [self.int(name, bound=bound)] * n
 
-    def flags(self, name: str, n: int) -> list[bool] | int | None:
+    def flags(self, name: str, n: builtins.int) -> list[bool] | builtins.int | None:
         """`attention.sliding_window_pattern`: a period (int) or one bool per layer (True = windowed)."""
         k = self.key(name)
         if k not in self.h.metadata:

@@ -178,7 +178,8 @@ def _get(url: str, token: str | None, cap: int, origin: str, deadline: Deadline,
         with session.stream("GET", url, headers=headers, timeout=timeout, follow_redirects=True) as r:
             _raise_for_get(r, origin)
             return read_body(r, cap=cap, deadline=deadline, origin=origin, truncate=truncate), r.headers
-    with session.get(url, headers=headers, timeout=timeout, stream=True) as r:  # requests (older hub)
+    # requests (older hub): huggingface_hub's annotation names only its current httpx Client
+    with session.get(url, headers=headers, timeout=timeout, stream=True) as r:  # type: ignore[call-arg, attr-defined]
         _raise_for_get(r, origin)
         return read_body(r, cap=cap, deadline=deadline, origin=origin, truncate=truncate), r.headers
 
@@ -220,7 +221,7 @@ def _reason(e: BaseException) -> str:
     return f"{type(shown).__name__}: {text}" if text else type(shown).__name__
 
 
-def _mapped(e: BaseException, repo_id: str, revision: str | None) -> Exception:
+def _mapped(e: BaseException, repo_id: str, revision: str | None) -> BaseException:
     """A huggingface_hub error as the planner error that says what to do (unknown errors pass through)."""
     from huggingface_hub import errors as hf_errors
 

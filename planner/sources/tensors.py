@@ -131,7 +131,9 @@ def headless_reason(loc: Located) -> str | None:
     name, which says so (confidence low)."""
     raw = loc.config.get("architectures")
     arches = [a for a in raw if isinstance(a, str)] if isinstance(raw, list) else []
-    auto = loc.config.get("auto_map") if isinstance(loc.config.get("auto_map"), dict) else {}
+    auto = loc.config.get("auto_map")
+    if not isinstance(auto, dict):
+        auto = {}
     # remote code names its base class (ChatGLMModel) yet maps a causal-LM class with a head
     headed = (any(k.startswith("AutoModelFor") for k in auto) or any(a in _BASE_WITH_HEAD for a in arches)
               or any(a in _TARGET_HEAD_DRAFTS for a in arches))

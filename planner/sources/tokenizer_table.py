@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any, NamedTuple
+from typing import Any, NamedTuple, TypeGuard
 
 from ..core.constants import MAX_VOCAB
 from ..core.errors import ConfigError
@@ -20,7 +20,7 @@ from ..core.errors import ConfigError
 MAX_TOKENIZER_GAPS = 4096
 
 
-def is_id(x: Any) -> bool:
+def is_id(x: Any) -> TypeGuard[int]:
     """A token id a table can hold: an int (not a bool) in [0, MAX_VOCAB)."""
     return isinstance(x, int) and not isinstance(x, bool) and 0 <= x < MAX_VOCAB
 
@@ -74,7 +74,7 @@ def malformed(origin: str, key: str, expected: str, got: str) -> ConfigError:
                        origin, key=key)
 
 
-def build_table(kind: str, vocab: Mapping[str, int], added_tokens: Any, origin: str) -> TokenTable:
+def build_table(kind: str, vocab: dict[str, int], added_tokens: Any, origin: str) -> TokenTable:
     """The id -> token table of a model vocabulary plus its added tokens, gaps bounded and padded."""
     by_id = {tid: tok for tok, tid in reversed(vocab.items())}  # reversed: the first token wins an id
     added: dict[str, int] = {}

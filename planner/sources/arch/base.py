@@ -12,7 +12,7 @@ import dataclasses
 import types
 import typing
 from dataclasses import dataclass, field
-from typing import Any, ClassVar
+from typing import Any, ClassVar, TypeVar
 
 from ...core import dtypes
 from ...core.constants import MAX_CONTEXT, MAX_HIDDEN, MAX_LAYERS, MAX_VOCAB
@@ -30,6 +30,9 @@ _BOUNDS = {
     "mtp_num_hidden_layers": MAX_LAYERS, "kv_channels": 65_536,
 }
 _DEFAULT_BOUND = 1 << 31
+
+# from_dict returns the class it was called on (an arch module's Args, not BaseArgs)
+_ArgsT = TypeVar("_ArgsT", bound="BaseArgs")
 
 
 def _allows(tp: Any, kind: type) -> bool:
@@ -59,7 +62,8 @@ class BaseArgs:
     REQUIRED: ClassVar[tuple[str, ...]] = ()
 
     @classmethod
-    def from_dict(cls, params: dict[str, Any], *, origin: str = "config.json", nested: bool = False) -> BaseArgs:
+    def from_dict(cls: type[_ArgsT], params: dict[str, Any], *, origin: str = "config.json",
+                  nested: bool = False) -> _ArgsT:
         """Build Args from a raw config dict, checking types and plausible sizes.
 
         `nested`: the dict is a wrapper's text_config, which transformers completes with the text
@@ -69,12 +73,13 @@ class BaseArgs:
             ConfigError: a required key is missing, or a value has the wrong type or size.
         """
         hints = typing.get_type_hints(cls)
-        names = [f.name for f in dataclasses.fields(cls) if f.name != "defaults_used"]
+        # fields outside __init__ (qwen3_next.resaved_text) are set after construction, never read from config
+        names = [f.name for f in dataclasses.fields(cls) if f.name != "defaults_used" and f.init]
         for key in () if nested else cls.REQUIRED:
             if params.get(key) is None:
                 raise ConfigError(f"Cannot size the model from '{origin}': required key '{key}' is missing "
                                   f"(model_type '{params.get('model_type', '?')}').", origin, key=key)
-        kwargs = {}
+        kwargs: dict[str, Any] = {}
         for name in names:
             if name not in params:
                 continue

@@ -10,6 +10,7 @@ Unknown model types also land here (standard keys), with a warning.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ...core.spec import FULL, SLIDING, LayerSpec, MoESpec
 from .base import ArchSpec, BaseArgs, Tensors, config_dtype, finish, require_positive
@@ -19,7 +20,7 @@ from .base import ArchSpec, BaseArgs, Tensors, config_dtype, finish, require_pos
 class DecoderArgs(BaseArgs):
     """HF config keys of a standard decoder (defaults are LlamaConfig's)."""
 
-    REQUIRED = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
+    REQUIRED: ClassVar[tuple[str, ...]] = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
     hidden_size: int = 0
     num_hidden_layers: int = 0
     num_attention_heads: int = 0
@@ -139,18 +140,19 @@ def build(args: DecoderArgs, style: Style, *, origin: str = "config.json") -> Ar
                     qkv_bias=qkv_bias, o_bias=args.attention_bias, qk_norm=style.qk_norm)
         for name in style.norms:
             t.norm(f"{p}.{name}", h, bias=style.norm_bias)
-        sparse = moe is not None and is_moe_layer(args, i)
-        if sparse:
-            t.router(f"{p}.mlp", h, moe.experts)
-            t.experts(f"{p}.mlp", h, moe.experts, moe.expert_intermediate)
-            if style.moe == "shared" and moe.shared_intermediate:
-                t.mlp(f"{p}.mlp.shared_expert", h, moe.shared_intermediate)
+        layer_moe = moe if moe is not None and is_moe_layer(args, i) else None  # this layer's experts
+        if layer_moe is not None:
+            t.router(f"{p}.mlp", h, layer_moe.experts)
+            t.experts(f"{p}.mlp", h, layer_moe.experts, layer_moe.expert_intermediate)
+            if style.moe == "shared" and layer_moe.shared_intermediate:
+                t.mlp(f"{p}.mlp.shared_expert", h, layer_moe.shared_intermediate)
                 t.add(f"{p}.mlp.shared_expert_gate.weight", (1, h), "other")
         else:
             t.mlp(f"{p}.mlp", h, args.intermediate_size, bias=args.mlp_bias, gated=style.gated_mlp)
         window = args.attention_chunk_size if kind == "chunked" else args.sliding_window
         layers.append(LayerSpec(attention=kind, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd,
                                 window=window if kind != FULL else None,
-                                ffn="moe" if sparse else "dense",
-                                ffn_width=moe.expert_intermediate if sparse else args.intermediate_size))
+                                ffn="moe" if layer_moe is not None else "dense",
+                                ffn_width=layer_moe.expert_intermediate if layer_moe is not None
+                                else args.intermediate_size))
     return finish(args, t, layers, dtype_known=dtype_known, moe=moe, notes=notes, llamacpp_swa=style.llamacpp_swa)

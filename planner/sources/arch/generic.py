@@ -146,25 +146,27 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
                         qkv_bias=args.attention_bias, o_bias=args.attention_bias)
         for name in ("input_layernorm", "post_attention_layernorm"):
             t.norm(f"{p}.{name}", h)
-        sparse = moe is not None and _sparse(args, i)
-        if sparse:
-            t.router(f"{p}.mlp", h, moe.experts)
-            t.experts(f"{p}.mlp", h, moe.experts, moe.expert_intermediate)
-            if moe.shared_intermediate:
-                t.mlp(f"{p}.mlp.shared_experts", h, moe.shared_intermediate)
+        layer_moe = moe if moe is not None and _sparse(args, i) else None  # this layer's experts
+        if layer_moe is not None:
+            t.router(f"{p}.mlp", h, layer_moe.experts)
+            t.experts(f"{p}.mlp", h, layer_moe.experts, layer_moe.expert_intermediate)
+            if layer_moe.shared_intermediate:
+                t.mlp(f"{p}.mlp.shared_experts", h, layer_moe.shared_intermediate)
         else:
             t.mlp(f"{p}.mlp", h, args.intermediate_size, bias=args.mlp_bias)
-        ffn = dict(ffn="moe" if sparse else "dense", ffn_width=moe.expert_intermediate if sparse else args.intermediate_size)
+        ffn = "moe" if layer_moe is not None else "dense"
+        ffn_width = layer_moe.expert_intermediate if layer_moe is not None else args.intermediate_size
         if kind in ("linear", "ffn"):
-            layers.append(LayerSpec(attention=NONE, recurrent="linear_attention" if kind == "linear" else None, **ffn))
+            layers.append(LayerSpec(attention=NONE, recurrent="linear_attention" if kind == "linear" else None,
+                                    ffn=ffn, ffn_width=ffn_width))
         elif mla and kind == FULL:
             layers.append(LayerSpec(attention=MLA, q_heads=nq, kv_heads=nq, head_dim_k=nope + rope,
-                                    head_dim_v=args.v_head_dim or hd, kv_lora_rank=args.kv_lora_rank,
-                                    rope_dim=rope, **ffn))
+                                    head_dim_v=args.v_head_dim or hd, kv_lora_rank=args.kv_lora_rank or 0,
+                                    rope_dim=rope, ffn=ffn, ffn_width=ffn_width))
         else:
             window = args.attention_chunk_size if kind == CHUNKED else args.sliding_window if kind == SLIDING else None
             layers.append(LayerSpec(attention=kind, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd,
-                                    window=window, **ffn))
+                                    window=window, ffn=ffn, ffn_width=ffn_width))
     if "linear" in kinds:
         guesses.append("linear-attention/SSM layers: shapes and fixed state unknown (attention-sized stand-in, "
                        "state not counted)")

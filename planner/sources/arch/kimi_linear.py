@@ -13,7 +13,7 @@ correction bias, num_shared_experts x moe_intermediate_size shared, dense before
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ...core.errors import ConfigError
 from ...core.spec import MLA, NONE, LayerSpec, MoESpec
@@ -89,8 +89,8 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
             t.add(f"{a}.dt_bias", (w,), "norm")
             t.norm(f"{a}.o_norm", khd)
             t.linear(f"{a}.o_proj", w, h, "recurrent")
-            mixer = dict(attention=NONE, recurrent="linear_attention", conv_dim=3 * w, conv_kernel=kernel,
-                         recurrent_state_elems=kh * khd * khd, q_heads=kh)
+            mixer = LayerSpec(attention=NONE, recurrent="linear_attention", conv_dim=3 * w, conv_kernel=kernel,
+                              recurrent_state_elems=kh * khd * khd, q_heads=kh)
         else:
             if args.q_lora_rank:
                 t.linear(f"{a}.q_a_proj", h, args.q_lora_rank, "attention")
@@ -102,8 +102,8 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
             t.norm(f"{a}.kv_a_layernorm", args.kv_lora_rank)
             t.linear(f"{a}.kv_b_proj", args.kv_lora_rank, nh * (args.qk_nope_head_dim + args.v_head_dim), "attention")
             t.linear(f"{a}.o_proj", nh * args.v_head_dim, h, "attention")
-            mixer = dict(attention=MLA, q_heads=nh, kv_heads=nh, head_dim_k=qk, head_dim_v=args.v_head_dim,
-                         kv_lora_rank=args.kv_lora_rank, rope_dim=args.qk_rope_head_dim)
+            mixer = LayerSpec(attention=MLA, q_heads=nh, kv_heads=nh, head_dim_k=qk, head_dim_v=args.v_head_dim,
+                              kv_lora_rank=args.kv_lora_rank, rope_dim=args.qk_rope_head_dim)
         t.norm(f"{p}.input_layernorm", h)
         t.norm(f"{p}.post_attention_layernorm", h)
         sparse = moe is not None and i >= args.first_k_dense_replace and i % max(args.moe_layer_freq, 1) == 0
@@ -114,6 +114,7 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
                 t.mlp(f"{p}.block_sparse_moe.shared_experts", h, args.num_shared_experts * mi)
         else:
             t.mlp(f"{p}.mlp", h, args.intermediate_size)
-        layers.append(LayerSpec(**mixer, ffn="moe" if sparse else "dense",
-                                ffn_width=mi if sparse else args.intermediate_size))
+        # the mixer built above, with this layer's FFN
+        layers.append(replace(mixer, ffn="moe" if sparse else "dense",
+                              ffn_width=mi if sparse else args.intermediate_size))
     return finish(args, t, layers, dtype_known=known, moe=moe)

@@ -91,13 +91,14 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
                 t.add(f"{p}.coefficient.weight", (1, h), "other")
         else:
             t.mlp(f"{p}.mlp", h, inter)
-        ffn = dict(ffn="moe" if moe else "dense", ffn_width=inter)
+        ffn = "moe" if moe else "dense"
         if softmax:
-            layers.append(LayerSpec(attention=FULL, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd, **ffn))
+            layers.append(LayerSpec(attention=FULL, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd,
+                                    ffn=ffn, ffn_width=inter))
         else:
             # lightning attention keeps a [heads, hd, hd] state per sequence (no conv)
             layers.append(LayerSpec(attention=NONE, recurrent="linear_attention", q_heads=nq,
-                                    recurrent_state_elems=nq * hd * hd, **ffn))
+                                    recurrent_state_elems=nq * hd * hd, ffn=ffn, ffn_width=inter))
     notes = [f"config declares {args.num_mtp_modules} MTP module(s) (use_mtp) that MiniMax-M2 checkpoints do not "
              f"ship (the MiniMax-M2.7 tensor report lists none): not counted"] if args.use_mtp else []
     return finish(args, t, layers, dtype_known=known, moe=moe, notes=notes)

@@ -7,8 +7,8 @@ context. Qwen3.5 (`qwen3_5_moe_text`, `qwen3_5_text`) shares this layout.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import Any
 
 from ...core.spec import FULL, NONE, LayerSpec, MoESpec
 from .base import ArchSpec, Tensors, config_dtype, finish, mtp_spec, require_positive
@@ -42,7 +42,7 @@ class Args(DecoderArgs):
     mtp_num_hidden_layers: int = 0
     mtp_use_dedicated_embeddings: bool = False
     # set by from_dict: a text sub-config type (`qwen3_5_moe_text`) at the top level of config.json
-    resaved_text: ClassVar[bool] = False
+    resaved_text: bool = field(default=False, init=False, repr=False, compare=False)
 
     @classmethod
     def from_dict(cls, params: dict[str, Any], *, origin: str = "config.json", nested: bool = False) -> Args:
@@ -89,23 +89,24 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
                         qkv_bias=args.attention_bias, qk_norm="head", q_gate=args.attn_output_gate)
         t.norm(f"{p}.input_layernorm", h)
         t.norm(f"{p}.post_attention_layernorm", h)
-        sparse = moe is not None and is_moe_layer(args, i)
-        if sparse:
+        layer_moe = moe if moe is not None and is_moe_layer(args, i) else None  # this layer's experts
+        if layer_moe is not None:
             t.router(f"{p}.mlp", h, e)
-            t.experts(f"{p}.mlp", h, e, moe.expert_intermediate)
-            if moe.shared_intermediate:
-                t.mlp(f"{p}.mlp.shared_expert", h, moe.shared_intermediate)
+            t.experts(f"{p}.mlp", h, e, layer_moe.expert_intermediate)
+            if layer_moe.shared_intermediate:
+                t.mlp(f"{p}.mlp.shared_expert", h, layer_moe.shared_intermediate)
                 t.add(f"{p}.mlp.shared_expert_gate.weight", (1, h), "other")
         else:
             t.mlp(f"{p}.mlp", h, args.intermediate_size)
-        ffn = dict(ffn="moe" if sparse else "dense",
-                   ffn_width=moe.expert_intermediate if sparse else args.intermediate_size)
+        ffn = "moe" if layer_moe is not None else "dense"
+        ffn_width = layer_moe.expert_intermediate if layer_moe is not None else args.intermediate_size
         if linear[i]:
             layers.append(LayerSpec(attention=NONE, recurrent="linear_attention", conv_dim=conv_dim,
                                     conv_kernel=args.linear_conv_kernel_dim, recurrent_state_elems=state,
-                                    q_heads=args.linear_num_value_heads, **ffn))
+                                    q_heads=args.linear_num_value_heads, ffn=ffn, ffn_width=ffn_width))
         else:
-            layers.append(LayerSpec(attention=FULL, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd, **ffn))
+            layers.append(LayerSpec(attention=FULL, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd,
+                                    ffn=ffn, ffn_width=ffn_width))
     if args.resaved_text and args.mtp_num_hidden_layers:
         note = (f"config.json is a top-level '{args.model_type}' (a transformers re-save of the text class, "
                 f"which drops mtp.* on load): its {args.mtp_num_hidden_layers} declared MTP layer(s) not stored")

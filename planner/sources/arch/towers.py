@@ -272,11 +272,15 @@ def phi3_v(t: Tensors, top: dict, text_hidden: int, origin: str) -> tuple[str | 
     """Phi-3/3.5-vision (modeling_phi3_v.py): the CLIP encoder `img_processor.model_name` names, the HD
     projection Linear(4 x image_dim_out -> h) + GELU + Linear(h -> h) with biases, glb_GN and sub_GN."""
     ip = top.get("img_processor")
-    enc = NAMED_ENCODERS.get(str(ip.get("model_name"))) if isinstance(ip, dict) else None
+    if not isinstance(ip, dict):
+        ip = {}  # no img_processor block: no encoder named, so none is known
+    enc = NAMED_ENCODERS.get(str(ip.get("model_name")))
     if enc is None:
         return "vision encoder of img_processor not known: not sized", True
     clip(t, enc, origin, p="model.vision_embed_tokens.img_processor.vision_model")
-    embd = top.get("embd_layer") if isinstance(top.get("embd_layer"), dict) else {}
+    embd = top.get("embd_layer")
+    if not isinstance(embd, dict):
+        embd = {}
     # use_hd_transform: 2 x 2 crops concatenated before the projection
     dim = _get(ip, "image_dim_out", enc["hidden_size"], origin) * (4 if embd.get("use_hd_transform", True) else 1)
     _proj(t, "model.vision_embed_tokens.img_projection.0", dim, text_hidden, True)
