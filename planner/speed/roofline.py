@@ -145,6 +145,11 @@ def forward_flops(spec: ModelSpec, context: int, n: int) -> float:
     #   (= 4 * n * C * q_heads * head_dim when K and V heads match); C_eff = min(C, window) on
     #   sliding/chunked layers; recurrent-only layers add none
     """
+    # a pure function of the spec, the prefix and n: once per value, not once per machine (core/memo.py)
+    return memo.per_object(spec, ("flops", context, n), lambda: _forward_flops(spec, context, n))
+
+
+def _forward_flops(spec: ModelSpec, context: int, n: int) -> float:
     params = spec.params_active - (0 if spec.tied_embeddings else spec.vocab * spec.hidden)
     attention = 0
     for layer in spec.layers:
