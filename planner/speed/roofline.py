@@ -126,6 +126,11 @@ def kv_bytes_moved(spec: ModelSpec, s: Settings, context: int, n: int) -> int:
     #       MLA latent, recurrent state) ; write: n new rows per attention layer + the state again
     # kv row bytes/token/layer = kv_heads * (head_dim_k + head_dim_v) * kv dtype bytes
     """
+    # a pure function of the spec and these values, the same on every machine: once per value (core/memo.py)
+    return memo.per_object(spec, ("kv_moved", s, context, n), lambda: _kv_bytes_moved(spec, s, context, n))
+
+
+def _kv_bytes_moved(spec: ModelSpec, s: Settings, context: int, n: int) -> int:
     one = replace(s, batch=1, context=context)
     read, state = memory.kv_cache(spec, one, context)
     fmt = memory.kv_format(one.kv_dtype, spec.dtype, one.resolved_engine)
