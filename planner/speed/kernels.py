@@ -29,7 +29,7 @@ from itertools import pairwise
 from pathlib import Path
 from typing import Any
 
-from ..core import jsonio
+from ..core import jsonio, memo
 from ..core.constants import catalog_dir
 from ..core.errors import ConfigError
 from . import kernel_model
@@ -126,6 +126,20 @@ def ratio(backend: str | None, fam: str | None, n: int, *, measured_only: bool =
     """
     if backend is None or fam is None or n <= 1:
         return FLAT
+    # A pure function of its values and the catalog: once per value (core/memo.py). A fleet report asks it
+    # for each forward of each plan on each machine, and most of those ask again what an earlier forward
+    # on the same machine asked (the prefix and the batch's overheads change, the kernel columns do not).
+    chip_key = None if chip is None else (chip.name, chip.bytes_per_s, tuple(sorted(chip.flops.items())),
+                                          chip.gpu_class)
+    return _ratio(str(catalog_dir()), backend, fam, n, measured_only, chip_key, weights)
+
+
+@memo.cached(maxsize=1 << 16)
+def _ratio(catalog: str, backend: str, fam: str, n: int, measured_only: bool,
+           chip_key: tuple[str, float, tuple[tuple[str, float | None], ...], str] | None,
+           weights: Weights | None) -> Ratio:
+    """`ratio` by value (`catalog` keys the memo only: the curves are read from catalog_dir())."""
+    chip = None if chip_key is None else Chip(chip_key[0], chip_key[1], dict(chip_key[2]), chip_key[3])
     if measured_only:
         n = min(n, measured_span(backend, fam))
         if n <= 1:

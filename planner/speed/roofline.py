@@ -126,6 +126,11 @@ def kv_bytes_moved(spec: ModelSpec, s: Settings, context: int, n: int) -> int:
     #       MLA latent, recurrent state) ; write: n new rows per attention layer + the state again
     # kv row bytes/token/layer = kv_heads * (head_dim_k + head_dim_v) * kv dtype bytes
     """
+    # a pure function of the spec and these values, the same on every machine: once per value (core/memo.py)
+    return memo.per_object(spec, ("kv_moved", s, context, n), lambda: _kv_bytes_moved(spec, s, context, n))
+
+
+def _kv_bytes_moved(spec: ModelSpec, s: Settings, context: int, n: int) -> int:
     one = replace(s, batch=1, context=context)
     read, state = memory.kv_cache(spec, one, context)
     fmt = memory.kv_format(one.kv_dtype, spec.dtype, one.resolved_engine)
@@ -145,6 +150,11 @@ def forward_flops(spec: ModelSpec, context: int, n: int) -> float:
     #   (= 4 * n * C * q_heads * head_dim when K and V heads match); C_eff = min(C, window) on
     #   sliding/chunked layers; recurrent-only layers add none
     """
+    # a pure function of the spec, the prefix and n: once per value, not once per machine (core/memo.py)
+    return memo.per_object(spec, ("flops", context, n), lambda: _forward_flops(spec, context, n))
+
+
+def _forward_flops(spec: ModelSpec, context: int, n: int) -> float:
     params = spec.params_active - (0 if spec.tied_embeddings else spec.vocab * spec.hidden)
     attention = 0
     for layer in spec.layers:
