@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from planner.core.errors import ConfigError
-from planner.fits.memory import Settings, kv_per_token
+from planner.fits.memory import Settings, kv_per_token, model_ledger
 from planner.sources import load_spec
 
 from .test_hybrids30 import _meta_params
@@ -70,3 +70,13 @@ def test_glm5_indexer_schedule_without_a_list(tmp_path):
     (tmp_path / "b").mkdir()
     with pytest.raises(ConfigError, match="indexer_types"):
         _load(tmp_path / "b", indexer_types=["full", "sometimes"] * 39)
+
+
+def test_mtp_residency_is_stated_per_engine(tmp_path):
+    s = _load(tmp_path)
+    for engine, says in (("vllm", "method mtp"), ("sglang", "NEXTN"), ("llama.cpp", "draft-mtp"),
+                         ("mlx", "runs no MTP speculation: never resident")):
+        led = model_ledger(s, Settings(context=4096, engine=engine))
+        assert says in led.provenance["mtp"]
+        # plain decoding: the MTP layer is stored (checkpoint) but not in the resident weights
+        assert led.checkpoint_bytes - led.weights_bytes == led.mtp_bytes == s.mtp.nbytes

@@ -22,7 +22,7 @@ from ..core import dtypes, memo, quant
 from ..core.constants import DEFAULT_CONTEXT
 from ..core.errors import UsageError
 from ..core.spec import FULL, MLA, NONE, SLIDING, LayerSpec, ModelSpec, TensorInfo
-from ..engines.base import windowed
+from ..engines.base import MTP, windowed
 
 KV_DTYPES = ("auto", "f32", "f16", "bf16", "fp8", "q8_0", "q5_1", "q5_0", "q4_1", "q4_0", "iq4_nl")
 
@@ -351,7 +351,11 @@ def model_ledger(spec: ModelSpec, s: Settings, role: str = "target") -> ModelLed
     if state:
         prov["state"] = "config shapes: fixed recurrent state per sequence"
     if spec.mtp:
-        prov["mtp"] = f"{spec.mtp.source}: {spec.mtp.layers} MTP layer(s), resident only for MTP speculation"
+        # which engine loads them: its MTP method (vLLM method mtp, SGLang NEXTN, llama.cpp draft-mtp; each cited
+        # in its engine file); plain decoding leaves them out of weights_bytes, checkpoint_bytes keeps them
+        how = s.resolved_engine.methods.get(MTP)
+        prov["mtp"] = (f"{spec.mtp.source}: {spec.mtp.layers} MTP layer(s), resident only for MTP speculation ("
+                       + (f"{s.engine}: {how})" if how else f"{s.engine} runs no MTP speculation: never resident)"))
     return ModelLedger(role=role, id=spec.id, params_total=spec.params_total, params_active=spec.params_active,
                        weights_bytes=w_bytes, kv_bytes_per_token=kv_per_token(spec, s), kv_cache_bytes=kv_total,
                        state_bytes=state, activation_bytes=activations(spec, s, context), context=context,

@@ -86,5 +86,5 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
     return dataclasses.replace(
         spec, layers=layers, tensors=spec.tensors + tuple(t.items), mtp=mtp_spec(m, args.num_nextn_predict_layers),
         mtp_tensors=tuple(m.items),
-        notes=(*spec.notes, f"DSA indexer on {sum(full)} of {len(full)} layers (indexer_types 'full'); the "
-                            f"others reuse the previous full layer's top-k and cache no indexer key"))
+        notes=(*spec.notes, f"DSA indexer on {sum(full)} of {len(full)} layers ('full'); shared layers cache no "
+                            f"indexer key"))
