@@ -7,8 +7,11 @@ pairing and speed modules they bring) are imported only when --draft or --method
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
+from ..core import paths
 from ..core.constants import DEFAULT_CONTEXT
+from ..core.errors import PlannerError
 from ..core.spec import ModelSpec
 from ..core.units import parse_bytes, parse_tokens
 from ..fits import memory as mem
@@ -17,6 +20,7 @@ from ..fits.machine_detect import host_kind
 from ..render import sweep, width
 from ..render import text as report
 from ..sources import load_spec
+from ..sources.gguf_variants import gguf_folder, variants
 from ._common import app, emit, engine_for, say, warn
 from ._options import (
     ContextOpt,
@@ -59,12 +63,23 @@ def memory(
     Examples:
       planner memory llama-3.1-8b --context 8k
       planner memory qwen2.5-32b-instruct --weights-dtype bf16,int8,int4
+      planner memory ./Qwen2.5-7B-Instruct-GGUF   (a folder or cached repo of GGUF files: one row each)
       planner memory Qwen/Qwen2.5-7B-Instruct --draft Qwen/Qwen2.5-0.5B-Instruct --engine vllm --json
       planner memory ./my-model --kv-dtype q8_0 --engine llama.cpp
       planner memory target.gguf --draft draft.gguf --parallel 4 --draft-context 4k
     """
     width.set_wide(wide)
-    target = load_spec(model, revision=revision)
+    folder = gguf_folder(model) if paths.is_dir(model) else None  # a folder of GGUF variants: list them
+    if folder is None:
+        try:
+            target = load_spec(model, revision=revision)
+        except PlannerError:
+            folder = gguf_folder(model)  # a Hugging Face GGUF repo in the local cache (no config.json to plan)
+            if folder is None:
+                raise
+    if folder is not None:
+        _variants(folder, parse_tokens(context), batch, engine, kv_dtype, as_json)
+        return
     method = None
     if draft or method_kind:  # start-up: a plain ledger never imports drafting, pairing or speed
         from ._methods import load_method
@@ -106,3 +121,18 @@ def _ledger(target: ModelSpec, settings: mem.Settings, dspec: ModelSpec | None, 
         overhead, src = overhead_for(kind, settings)
         ledger = replace(ledger, overhead_bytes=overhead, overhead_source=f"{src}: this host has no GPU")
     return ledger
+
+
+def _variants(folder: Path, context: int, batch: int, engine: str, kv_dtype: str | None, as_json: bool) -> None:
+    """One row per GGUF variant of `folder` (sources/gguf_variants.py): size on disk and the ledger."""
+    found = variants(folder)
+    specs = [load_spec(str(v.path)) for v in found]
+    kind = host_kind()
+    ledgers = [_ledger(sp, mem.Settings(context=context, batch=batch, kv_dtype=kv_dtype,
+                                        engine=engine_for(engine, sp, None, kind=kind)), None, kind) for sp in specs]
+    names, sizes = [v.name for v in found], [v.file_bytes for v in found]
+    if as_json:
+        emit(sweep.variants_json(str(folder), names, [str(v.path) for v in found], [v.parts for v in found], sizes,
+                                 ledgers))
+        return
+    say(sweep.variants_table(str(folder), names, sizes, ledgers))
