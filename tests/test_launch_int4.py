@@ -168,3 +168,13 @@ def test_the_int4_ledger_is_the_size_of_the_checkpoint_it_serves(capsys):
     weights = json.loads(capsys.readouterr().out)["models"][0]["weights_bytes"]
     shards = [3.94e9, 3.98e9, 3.95e9, 3.98e9, 3.48e9]
     assert abs(weights - sum(shards)) <= 5 * 0.005e9
+
+
+def test_sglang_loads_the_int4_draft_with_its_own_quantisation_flag(capsys):
+    # SGLang's draft takes --speculative-draft-model-quantization, never the target's --quantization
+    out = launch(capsys, "llama-3.1-70b-instruct", "--candidates", "llama-3.1-8b-instruct", "--machine", "h100-sxm",
+                 "--engine", "sglang", "--weights-dtype", "int4")
+    draft = _repo("meta-llama/Llama-3.1-8B-Instruct")
+    words = shlex.split(out["command"])
+    assert words[words.index("--speculative-draft-model-path") + 1] == draft["repo"]
+    assert words[words.index("--speculative-draft-model-quantization") + 1] == FLAG[draft["method"]]
