@@ -156,3 +156,25 @@ def test_an_uncatalogued_int4_draft_is_converted_too(capsys):
     assert kw["model"] == "Qwen/Qwen2.5-0.5B-Instruct"
     spec = json.loads(out["speculative_config"])
     assert (spec["model"], spec["quantization"]) == (kw["output_dir"], "compressed-tensors")
+
+
+def test_the_int4_ledger_is_the_size_of_the_checkpoint_it_serves(capsys):
+    # Qwen/Qwen2.5-32B-Instruct-AWQ's five shards as the Hub lists them (GB, rounded to 10 MB each:
+    # https://huggingface.co/Qwen/Qwen2.5-32B-Instruct-AWQ/tree/251a85a7dfd47d23dc308c69d2df71cf75b338f5):
+    # 3.94 + 3.98 + 3.95 + 3.98 + 3.48 = 19.33 GB, +-25 MB. The ledger at int4 sizes that format (4-bit
+    # weights, fp16 scales and zeros per 128 inputs, embeddings and lm_head kept 16-bit).
+    with pytest.raises(SystemExit):
+        main(["memory", "qwen2.5-32b-instruct", "--weights-dtype", "int4", "--engine", "vllm", "--json"])
+    weights = json.loads(capsys.readouterr().out)["models"][0]["weights_bytes"]
+    shards = [3.94e9, 3.98e9, 3.95e9, 3.98e9, 3.48e9]
+    assert abs(weights - sum(shards)) <= 5 * 0.005e9
+
+
+def test_sglang_loads_the_int4_draft_with_its_own_quantisation_flag(capsys):
+    # SGLang's draft takes --speculative-draft-model-quantization, never the target's --quantization
+    out = launch(capsys, "llama-3.1-70b-instruct", "--candidates", "llama-3.1-8b-instruct", "--machine", "h100-sxm",
+                 "--engine", "sglang", "--weights-dtype", "int4")
+    draft = _repo("meta-llama/Llama-3.1-8B-Instruct")
+    words = shlex.split(out["command"])
+    assert words[words.index("--speculative-draft-model-path") + 1] == draft["repo"]
+    assert words[words.index("--speculative-draft-model-quantization") + 1] == FLAG[draft["method"]]

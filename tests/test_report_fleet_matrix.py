@@ -79,3 +79,26 @@ def test_the_fleet_matrix_is_sortable_and_coloured_as_the_rows_say(capsys, tmp_p
     # one inline script, nothing fetched: a file opened offline still sorts
     assert doc.scripts == [{}]
     assert "cdn" not in out.read_text().lower() and "<script src" not in out.read_text()
+
+
+def test_each_costs_part_is_listed_once_per_machine_and_covers_every_row(capsys, tmp_path):
+    from planner.render.fleet import _parts
+
+    out = tmp_path / "fleet.md"
+    assert run(capsys, "--out", str(out)) == 0
+    capsys.readouterr()
+    run(capsys, "--json")
+    rows = json.loads(capsys.readouterr().out)["rows"]
+    text = out.read_text()
+    for machine in ("rtx-4090", "m3-max-36gb"):
+        mine = [r for r in rows if r["machine"] == machine and r["costs_source"] not in (None, "none")]
+        part = text.split(f"## {machine}", 1)[1].split("\n## ", 1)[0]
+        items = [ln[2:] for ln in part.splitlines() if ln.startswith("- costs")]
+        listed = [p for it in items for p in (_parts(it.split(": ", 1)[1]) if it.startswith("costs: ")
+                                               else [it.split(": ", 1)[1]])]
+        assert len(listed) == len(set(listed))  # no part twice
+        for r in mine:  # every part of every row is there: shared, or on a line naming its target
+            short = r["target"].rsplit("/", 1)[-1]
+            for p in _parts(r["costs_source"]):
+                assert any(it == f"costs: {p}" or (it.startswith("costs: ") and p in _parts(it[7:])) or
+                           (p in it and short in it.split(": ", 1)[0]) for it in items), (machine, short, p)

@@ -12,9 +12,12 @@ speed modules they bring) are imported only when --draft or --method asks for on
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 from .. import engines
+from ..core import paths
 from ..core.constants import DEFAULT_CONTEXT, MAX_BATCH
+from ..core.errors import PlannerError
 from ..core.spec import ModelSpec
 from ..core.units import parse_bytes, parse_tokens
 from ..fits import memory as mem
@@ -40,7 +43,17 @@ def run(model: str, *, draft: str | None, method_kind: str | None, context: str,
     Every option is given: the typer face passes its parameters, the fast path `DEFAULTS` under what argv set.
     """
     width.set_wide(wide)
-    target = load_spec(model, revision=revision)
+    folder = _gguf_folder(model) if paths.is_dir(model) else None  # a folder of GGUF variants: list them
+    if folder is None:
+        try:
+            target = load_spec(model, revision=revision)
+        except PlannerError:
+            folder = _gguf_folder(model)  # a Hugging Face GGUF repo in the local cache (no config.json to plan)
+            if folder is None:
+                raise
+    if folder is not None:
+        _variants(folder, parse_tokens(context), batch, engine, kv_dtype, as_json)
+        return
     method = None
     if draft or method_kind:  # start-up: a plain ledger never imports drafting, pairing or speed
         from ._methods import load_method
@@ -84,6 +97,31 @@ def _one(target: ModelSpec, settings: mem.Settings, dspec: ModelSpec | None, kin
         overhead_b, src = overhead_for(kind, settings)
         ledger = replace(ledger, overhead_bytes=overhead_b, overhead_source=f"{src}: this host has no GPU")
     return ledger
+
+
+def _gguf_folder(model: str) -> Path | None:
+    from ..sources.gguf_variants import gguf_folder  # start-up: only a folder or a failed load asks
+
+    return gguf_folder(model)
+
+
+def _variants(folder: Path, context: int, batch: int, engine: str, kv_dtype: str | None, as_json: bool) -> None:
+    """One row per GGUF variant of `folder` (sources/gguf_variants.py): size on disk and the ledger."""
+    from ..render import sweep
+    from ..sources.gguf_variants import variants
+
+    found = variants(folder)
+    specs = [load_spec(str(v.path)) for v in found]
+    kind = host_kind()
+    ledgers = [_one(sp, mem.Settings(context=context, batch=batch, kv_dtype=kv_dtype,
+                                     resolved_engine=engines.get(engine_for(engine, sp, None, kind=kind))), None, kind)
+               for sp in specs]
+    names, sizes = [v.name for v in found], [v.file_bytes for v in found]
+    if as_json:
+        emit(sweep.variants_json(str(folder), names, [str(v.path) for v in found], [v.parts for v in found], sizes,
+                                 ledgers))
+        return
+    say(sweep.variants_table(str(folder), names, sizes, ledgers))
 
 
 def _spellings(dest: str, kind: type, *names: str, lo: int | None = None, hi: int | None = None) -> dict[str, Opt]:

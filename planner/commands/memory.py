@@ -49,6 +49,8 @@ def memory(
     \b
     Examples:
       planner memory llama-3.1-8b --context 8k
+      planner memory qwen2.5-32b-instruct --weights-dtype bf16,int8,int4
+      planner memory ./Qwen2.5-7B-Instruct-GGUF   (a folder or cached repo of GGUF files: one row each)
       planner memory Qwen/Qwen2.5-7B-Instruct --draft Qwen/Qwen2.5-0.5B-Instruct --engine vllm --json
       planner memory ./my-model --kv-dtype q8_0 --engine llama.cpp
       planner memory target.gguf --draft draft.gguf --parallel 4 --draft-context 4k

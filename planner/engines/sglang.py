@@ -130,11 +130,31 @@ def launch(x: LaunchInput) -> dict[str, str]:
     elif kv != "auto":
         notes.append(f"KV type '{x.kv_dtype}' is not an SGLang --kv-cache-dtype choice: left at auto")
     cmd += speculative_flags(x)
+    cmd, draft_notes = _int4_draft(x, cmd)
+    notes += draft_notes
     if x.draft and x.heterogeneous:
         notes.append("SGLang has no heterogeneous-vocabulary algorithm: STANDALONE refuses a draft with "
                      "another vocabulary (standalone_worker_v2.py:185-215)")
     out = {"command": cmd}
     return with_notes(out, notes)
+
+
+def _int4_draft(x: LaunchInput, cmd: str) -> tuple[str, list[str]]:
+    """A separate draft the ledger sized at int4, as SGLang loads it: its own quantisation flag (the draft's
+    model config takes --speculative-draft-model-quantization, never the target's --quantization:
+    srt/configs/model_config.py from_server_args) with a catalogued int4 repo; else a note that it loads
+    as stored. Returns the command and the notes."""
+    quant = x.draft_weights_quant or x.weights_quant
+    if x.method != DRAFT_MODEL or not x.draft or not quantised.is_int4(quant):
+        return cmd, []
+    repo = quantised.int4_repo(x.draft)
+    flag = f"--speculative-draft-model-path {quote(x.draft)}"
+    if repo is None or flag not in cmd:
+        return cmd, [f"the draft was sized at int4 but SGLang loads {x.draft} as stored (no catalogued int4 "
+                     f"checkpoint of it): plan it with --draft-weights-dtype bf16"]
+    cmd = cmd.replace(flag, f"--speculative-draft-model-path {quote(repo.repo)} "
+                            f"--speculative-draft-model-quantization {MARLIN[repo.method].split()[-1]}", 1)
+    return cmd, [f"drafts with {repo.repo}: the {repo.method.upper()} int4 checkpoint of {repo.base}"]
 
 
 # AWQ/GPTQ int4 checkpoints through the Marlin kernels: QUANTIZATION_CHOICES "gptq_marlin", "awq_marlin"

@@ -194,9 +194,9 @@ def load_blocks(s: Section) -> list[Block]:
     rows = []
     for context, points in s.load:
         cells = [Cell(f"{context:,}")]
-        for p in points:
-            mark = "" if p.fits else " (does not fit)"
-            cells.append(Cell(f"{p.speedup:.2f}x K={p.k} {p.verdict}{mark}"))
+        for p in points:  # a batch that does not fit has no speed-up to read: "faster (does not fit)" misled
+            cells.append(Cell(f"{p.speedup:.2f}x K={p.k} {p.verdict}") if p.fits else
+                         Cell("does not fit", tone="nofit"))
         rows.append(tuple(cells))
     out.append(Block("table", headers=("context", *(f"B={b}" for b in batches)), rows=tuple(rows)))
     cross = [f"context {c:,}: {crossover_text(load.crossover_batch(pts), batches[-1])}" for c, pts in s.load]

@@ -71,9 +71,34 @@ def row_cells(r: Row) -> tuple[Cell, ...]:
 
 def _figures(rows: Sequence[Row], m: Any) -> Block:
     items = [f"{key}: {kind} ({src})" for key, (kind, src) in figure_origins(m).items()]
-    costs = sorted({r.costs for r in rows if r.costs and r.costs != "none"})
-    items += [f"costs: {c}" for c in costs]
-    return Block("list", items=tuple(items))
+    return Block("list", items=tuple(items + costs_items(rows)))
+
+
+def costs_items(rows: Sequence[Row]) -> list[str]:
+    """Where the rows' costs come from, each part once: the parts every row shares on one line, then each
+    part only some rows have with the targets it is for (the costs line was repeated per distinct row)."""
+    split = [(r, _parts(r.costs)) for r in rows if r.costs and r.costs != "none"]
+    if not split:
+        return []
+    common = [p for p in split[0][1] if all(p in ps for _, ps in split)]
+    extra: dict[str, list[str]] = {}
+    for r, ps in split:
+        for p in ps:
+            if p not in common:
+                extra.setdefault(p, []).append(_short(r.target.spec.id))
+    return ([f"costs: {'; '.join(common)}"] if common else []) + \
+        [f"costs for {', '.join(dict.fromkeys(ts))}: {p}" for p, ts in extra.items()]
+
+
+def _parts(costs: str) -> list[str]:
+    """A costs string's '; '-separated parts, a '; ' inside parentheses kept in its part."""
+    out, depth, start = [], 0, 0
+    for i, ch in enumerate(costs):
+        depth += (ch == "(") - (ch == ")")
+        if depth == 0 and costs.startswith("; ", i):
+            out.append(costs[start:i])
+            start = i + 2
+    return [*out, costs[start:]]
 
 
 def _summary(rows: Sequence[Row]) -> str:

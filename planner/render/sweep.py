@@ -44,3 +44,26 @@ def sweep_json(ledgers: Sequence[Ledger], dtypes: Sequence[str], warnings: list[
     return {"weights_dtypes": list(dtypes),
             "sweep": [{"weights_dtype": d, **ledger_json(lg)} for d, lg in zip(dtypes, ledgers, strict=True)],
             "warnings": list(warnings)}
+
+
+VARIANT_HEADERS = ["GGUF variant", "file", "weights", "KV cache", "TOTAL"]
+
+
+def variants_table(folder: str, names: Sequence[str], file_bytes: Sequence[int], ledgers: Sequence[Ledger]) -> str:
+    """The GGUF variants of one folder, smallest first: each file's size on disk and the ledger it needs."""
+    s = ledgers[0].settings
+    head = width.wrap(f"{len(names)} GGUF variant(s) in {folder}: {s.context:,} tokens x {s.batch}, {s.engine}")
+    rows = [[n, fmt_bytes(b), fmt_bytes(sum(m.weights_bytes for m in lg.models)),
+             fmt_bytes(sum(m.kv_cache_bytes for m in lg.models)), fmt_bytes(lg.total_bytes)]
+            for n, b, lg in zip(names, file_bytes, ledgers, strict=True)]
+    tail = width.wrap("file: size on disk (all split parts); weights, KV cache, TOTAL: each file's header "
+                      "(planner memory FILE for one ledger in full)")
+    return "\n".join([*head, "", width.table(rows, VARIANT_HEADERS, shrink=(0,), hyphens=True), "", *tail])
+
+
+def variants_json(folder: str, names: Sequence[str], paths: Sequence[str], parts: Sequence[int],
+                  file_bytes: Sequence[int], ledgers: Sequence[Ledger]) -> dict[str, Any]:
+    """Every variant with its file(s), bytes on disk and whole ledger."""
+    return {"folder": folder, "variants": [{"name": n, "path": p, "parts": k, "file_bytes": b, **ledger_json(lg)}
+                                          for n, p, k, b, lg in zip(names, paths, parts, file_bytes, ledgers,
+                                                                     strict=True)]}
