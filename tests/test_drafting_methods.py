@@ -29,6 +29,7 @@ from planner.fits import memory
 from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings
 from planner.plan import recommend as P
+from planner.plan.request import Target, Where, Workload
 from planner.sources import load_spec
 from planner.speed.model import expected_accepted
 
@@ -214,15 +215,18 @@ def _eight_h200():
 
 def test_deepseek_with_mtp_gets_an_mtp_plan_with_those_bytes():
     t, nbytes = _deepseek_with_mtp()
-    rec = P.recommend(t, t.id, _eight_h200(), engine=engines.get("vllm"), context=4096, methods=("mtp",))
+    rec = P.recommend(Target(t, t.id, methods=("mtp",)),
+                      Where(_eight_h200(), engines.get("vllm")),
+                      Workload(context=4096))
     plan = rec.plans[0]
     assert plan.method.kind == "mtp" and plan.fits and plan.compatible
     assert memory.weights(plan.problem.draft, plan.problem.settings)[0] == nbytes
     assert json.loads(plan.launch["speculative_config"]) == {"method": "mtp", "num_speculative_tokens": plan.k}
     # DeepSeek-V3 report: 85-90% second-token acceptance is in the prior's evidence
     assert "2412.19437" in plan.acceptance.source
-    without = P.recommend(dataclasses.replace(t, mtp=None), t.id, _eight_h200(), engine=engines.get("vllm"), context=4096,
-                          methods=("mtp",))
+    without = P.recommend(Target(dataclasses.replace(t, mtp=None), t.id, methods=("mtp",)),
+                          Where(_eight_h200(), engines.get("vllm")),
+                          Workload(context=4096))
     assert not without.plans and any("ships no MTP layers" in n for n in without.notes)
 
 

@@ -26,6 +26,7 @@ from ..fits.fit import default_layout
 from ..fits.machine_lookup import resolve_machine
 from ..fits.memory import Settings
 from ..plan import recommend as P
+from ..plan.request import Pricing, Target, Where, Workload
 from ..plan.roof import roofline_machine
 from ..probe.acceptance import Prompt, load_prompts
 from ..sources import load_spec
@@ -131,9 +132,9 @@ def _predict(spec: Any, target_ref: str, method: DraftModel, m: Any, eng: str, c
         return c
 
     stop = EVERY_ROUND if resolved.confidence_stop else None
-    rec = P.recommend(spec, target_ref if paths.exists(target_ref) else spec.id, m, engine=resolved, context=ctx,
-                      layout=layout, candidates=[method], costs_for=costs_for, k_max=k_max, k_fixed=k,
-                      temperature=temperature, adaptive=stop)
+    rec = P.recommend(Target(spec, target_ref if paths.exists(target_ref) else spec.id, candidates=[method]),
+                      Where(m, resolved, layout=layout), Workload(context=ctx, temperature=temperature),
+                      Pricing(costs_for=costs_for, k_max=k_max, k_fixed=k, adaptive=stop))
     opts = [o for o in rec.plans if o.draft == method.label and o.prediction is not None]
     if not opts:
         raise UsageError(f"Cannot predict {spec.id} with draft {method.label} on {eng}: no plan was priced.")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import replace
 from typing import Annotated, Any
 
@@ -25,6 +26,7 @@ from ..fits.machine_lookup import resolve_machine
 from ..fits.memory import Settings
 from ..plan import recommend as P
 from ..plan.drafting_stop import policies_for
+from ..plan.request import Pricing, Target, Where, Workload
 from ..probe.runner import run_synthetic
 from ..probe.settings import ProbeSettings
 from ..render import width
@@ -180,18 +182,20 @@ def recommend(
             measured = {prof.draft.id: Acceptance(a.alpha, lo, hi, given=f"alpha = {a.alpha:.3f} (measured)",
                                                   source=P.profile_acceptance_source(a, profile))}
     ref = target if _is_path(target) else spec.id  # launch commands name the model, not our alias
-    plan = dict(context=ctx, layout=layout, kv_dtypes=[kv_dtype] if kv_dtype else None, utilization=utilization,
-                weights_dtype=weights_dtype)
+    # what is asked, settled here at the edge (plan/request.py); the plan takes them whole
+    asked = Target(spec, ref, candidates=cands, methods=kinds, weights_dtype=weights_dtype,
+                   draft_weights_dtype=draft_weights_dtype)
+    where = Where(m, resolved, layout=layout, utilization=utilization, kv_dtypes=[kv_dtype] if kv_dtype else None)
+    load = Workload(context=ctx, batch=batch, batches=batches, prompts=work, temperature=temperature)
+    pricing = Pricing(costs_for=costs_for, given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
+                      k_fixed=k, adaptive=policy)
 
-    def run(**asked: Any) -> Any:
-        with versions.selected(built):
-            return P.recommend(spec, ref, m, engine=resolved, batch=batch, candidates=cands, costs_for=costs_for,
-                               given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
-                               temperature=temperature, k_fixed=k, draft_weights_dtype=draft_weights_dtype,
-                               batches=batches, workload=work, methods=kinds, adaptive=policy, **asked)
-    rec = run(**plan)
+    def run(asked: Target, where: Where, load: Workload) -> P.Recommendation:
+        with versions.selected(built):  # the engine build the costs are priced for
+            return P.recommend(asked, where, load, pricing)
+    rec = run(asked, where, load)
     if not rec.baseline_fits:
-        rec = _with_cheapest_fit(rec, run, plan, spec, m, eng, batch)
+        rec = _with_cheapest_fit(rec, run, asked, where, load)
     if as_json:
         emit({**recommendation_json(rec), **({"machine_measured": measured_json(m)} if m.measured else {})})
     else:
@@ -231,23 +235,26 @@ def _given_drafts(spec: Any, draft: str | None, head: str | None, candidates: st
     return out
 
 
-def _with_cheapest_fit(rec: Any, run: Any, plan: dict[str, Any], spec: Any, m: Any, eng: str, batch: int) -> Any:
+def _with_cheapest_fit(rec: P.Recommendation, run: Callable[[Target, Where, Workload], P.Recommendation],
+                       asked: Target, where: Where, load: Workload) -> P.Recommendation:
     """The target does not fit as asked: plan again with the cheapest combination of changes that fits
     the target alone (fits/search.py), or say that none does. Partial offload is left to `planner fit`
     (the speed model prices weights at device bandwidth)."""
-    s = Settings(context=plan["context"], batch=batch, resolved_engine=engines.get(eng),
-                 weights_dtype=plan["weights_dtype"],
-                 kv_dtype=(plan["kv_dtypes"] or [None])[0])
-    combos = [c for c in search.search(fitmod.Problem(spec, m, s, plan["layout"], utilization=plan["utilization"]))
+    s = Settings(context=load.context, batch=load.batch, resolved_engine=where.engine,
+                 weights_dtype=asked.weights_dtype, kv_dtype=(where.kv_dtypes or [None])[0])
+    layout = where.layout or default_layout(where.machine.n_devices, where.engine)
+    combos = [c for c in search.search(fitmod.Problem(asked.spec, where.machine, s, layout,
+                                                      utilization=where.utilization))
               if c.problem.layout.gpu_layers is None and not c.problem.layout.cpu_moe_layers]
     if not combos:
         return replace(rec, notes=(*rec.notes, "no combination of weights, KV, utilisation, context and tp/pp "
                                                 "fits the target on this machine: see 'planner fit'"))
     c = combos[0]
     q = c.problem
-    new = run(context=q.settings.context, layout=q.layout, utilization=q.utilization,
-              weights_dtype=q.settings.weights_dtype,
-              kv_dtypes=[q.settings.kv_dtype] if q.settings.kv_dtype else plan["kv_dtypes"])
+    new = run(replace(asked, weights_dtype=q.settings.weights_dtype),
+              replace(where, layout=q.layout, utilization=q.utilization,
+                      kv_dtypes=[q.settings.kv_dtype] if q.settings.kv_dtype else where.kv_dtypes),
+              replace(load, context=q.settings.context))
     what = " + ".join(w for w, _ in c.changes)
     flags = " ".join(f for _, f in c.changes)
     return replace(new, notes=(f"the target does not fit as asked: planned with the cheapest combination that "

@@ -37,6 +37,7 @@ from ..speed import acceptance as acc
 from ..speed import roofline
 from ..speed.profile import Profile
 from . import recommend as P
+from . import request
 
 
 @dataclass(frozen=True)
@@ -223,10 +224,12 @@ def row(t: Target, m: Machine, o: Options) -> Row:
         plain = _plain(t, m, o, engine, layout, wd)
     costs_for, measured, k_max, costs = _profile_inputs(t, m, o, layout, engine)
     try:
-        rec = P.recommend(t.spec, t.launch_ref, m, engine=engine, context=o.context, batch=o.batch, layout=layout,
-                          costs_for=costs_for, given_acceptance=o.acceptance, measured_acceptance=measured,
-                          k_max=k_max, kv_dtypes=[o.kv_dtype] if o.kv_dtype else None, utilization=o.utilization,
-                          temperature=o.temperature, weights_dtype=wd)
+        rec = P.recommend(request.Target(t.spec, t.launch_ref, weights_dtype=wd),
+                          request.Where(m, engine, layout=layout, utilization=o.utilization,
+                                        kv_dtypes=[o.kv_dtype] if o.kv_dtype else None),
+                          request.Workload(context=o.context, batch=o.batch, temperature=o.temperature),
+                          request.Pricing(costs_for=costs_for, given_acceptance=o.acceptance,
+                                          measured_acceptance=measured, k_max=k_max))
     except (MachineError, UsageError) as e:
         h = fit.headroom(plain)
         mc, limit = fit.max_context(plain) if h >= 0 else (0, "memory")

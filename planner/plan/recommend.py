@@ -18,7 +18,6 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import engines
-from ..core.constants import DEFAULT_MAX_K
 from ..core.errors import MachineError, PlannerError, UsageError
 from ..core.spec import ModelSpec
 from ..drafting import DRAFT_MODEL, Compatibility, DraftingMethod, DraftModel, self_drafting
@@ -39,6 +38,7 @@ from . import draft_catchup, hybrid, load, mtp_depth, settle
 from .drafting_stop import policies_for
 from .load import BatchPoint
 from .machine_spread import spread_costs, widen_by_machine
+from .request import CostsFor, Pricing, Target, Where, Workload
 from .roof import bandwidth_share, compute_share, measured_ends, roofline_machine  # noqa: F401  (plan.roofline_machine)
 
 # Per engine (engines/*.py): the KV cache types worth trying, unquantised first (Engine.kv_options: quantised
@@ -226,14 +226,18 @@ def acceptance_for(target: ModelSpec, method: DraftingMethod, *, given: acc.Acce
 # --- one option ------------------------------------------------------------------------------
 
 def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compatibility, costs: Costs,
-                    alpha: acc.Acceptance, k_max: int, kv: str, launch_in: engines.LaunchInput, engine: Engine,
-                    k_fixed: int | None = None, adaptive: Adaptive | None = None) -> Option:
+                    alpha: acc.Acceptance, kv: str, launch_in: engines.LaunchInput, engine: Engine,
+                    pricing: Pricing) -> Option:
+    """One (method, KV type) plan on `problem`: its fit, the engine's verdict, the speed-up at the best K (or
+    `pricing.k_fixed`) under each drafting stop the engine offers, and its launch command when it runs."""
+    k_max = pricing.k_max
     devs = fit.evaluate(problem, problem.settings.context, problem.settings.batch)
     headroom = min(d.headroom_bytes for d in devs)
     verdict, fallback, compatible = compat.verdict, compat.fallback, compat.runs
     priced = [(predict_plan(costs.verify_s, costs.draft_s, alpha, costs.overhead_s, k_max=k_max,
-                            verify_bounds=costs.verify_bounds, k_fixed=k_fixed, overhead_low_s=costs.overhead_low_s,
-                            adaptive=p), p) for p in policies_for(engine, method.kind, adaptive)]
+                            verify_bounds=costs.verify_bounds, k_fixed=pricing.k_fixed,
+                            overhead_low_s=costs.overhead_low_s, adaptive=p), p)
+              for p in policies_for(engine, method.kind, pricing.adaptive)]
     (pred, policy), others = priced[0], priced[1:]  # the first policy is the plan; the others are priced beside it
     pred = widen_by_machine(pred, costs, alpha, k_max, policy)
     reasons = list(pred.reasons) + [r for r in (mtp_depth.reason(problem.target, method, pred.k_best),
@@ -284,122 +288,136 @@ def rank(options: Sequence[Option]) -> list[Option]:
 
 # --- the whole recommendation ------------------------------------------------------------------
 
-def recommend(target: ModelSpec, target_ref: str, machine: Machine, *, engine: Engine, context: int, batch: int = 1,
-              layout: fit.Layout | None = None, candidates: Sequence[DraftingMethod] | None = None,
-              costs_for: Any = None, given_acceptance: acc.Acceptance | None = None,
-              measured_acceptance: dict[str, acc.Acceptance] | None = None, k_max: int = DEFAULT_MAX_K,
-              kv_dtypes: Sequence[str] | None = None, utilization: float | None = None,
-              temperature: float = 0.0, weights_dtype: str | None = None, k_fixed: int | None = None,
-              draft_weights_dtype: str | None = None, batches: Sequence[int] | None = None,
-              workload: str | None = None, methods: Sequence[str] | None = None,
-              adaptive: Adaptive | None = None) -> Recommendation:
-    """Rank candidate drafts x KV dtype on `machine` and pick one, or none.
+def recommend(target: Target, where: Where, load: Workload, pricing: Pricing | None = None) -> Recommendation:
+    """Rank candidate drafts x KV dtype on `where.machine` under `where.engine` and pick one, or none.
 
     Args:
-        target, target_ref: the target spec and what the user typed (for launch commands).
-        machine: catalog/detected machine; layout: tp/pp split (default: engine's).
-        candidates: drafting methods to consider (default: catalog models sharing the target's tokenizer).
-        costs_for: callable (method, Settings) -> Costs (e.g. from a profile); default roofline.
-        given_acceptance: --acceptance; measured_acceptance: method label (draft id) -> probe-measured acceptance.
-        k_max: largest K considered; kv_dtypes: KV types to try (default: the engine's kv_options).
-        weights_dtype: re-size both models' weights (int4, q4_k, fp8, ...), as `planner memory` (a method's own
-            weights_dtype, --draft-weights-dtype, wins for its model).
-        k_fixed: judge every plan at this K (the one you deploy) instead of the best K.
-        batches: concurrencies to price every usable plan at (a `--batch` list; roofline costs only).
-        workload: chat | code | reasoning, for the acceptance priors of n-gram lookup (and others).
-        methods: drafting kinds to consider (default: every kind; with `candidates`, only those drafts).
-        adaptive: confidence-stopped drafting (llama.cpp --draft-p-min): K is then the most a round drafts.
+        target: the target, what the user typed for it, and the drafts and kinds to consider (plan/request.py).
+        where: the machine, the resolved engine, the layout (default: the engine's), utilisation, KV types.
+        load: context, batch (and a --batch list to price each plan at), prompts, temperature.
+        pricing: costs (default: the roofline), acceptance given or measured, K bounds, a confidence stop
+            (None: the defaults of `Pricing`).
 
     Raises:
         MachineError: roofline needed but the machine has no bandwidth figure.
-        UsageError: a layout the machine cannot hold.
+        UsageError: a layout the machine cannot hold, or a confidence stop the engine does not have.
     """
+    pricing = pricing or Pricing()
+    spec, machine, engine, adaptive = target.spec, where.machine, where.engine, pricing.adaptive
     if adaptive is not None and (adaptive.p_min > 0 or adaptive.n_min > 0) and not engine.confidence_stop:
         raise UsageError(f"Cannot model --draft-p-min on {engine.name}: it drafts K tokens every round (only "
                          f"llama.cpp stops drafting below a confidence). Drop --draft-p-min or use --engine llama.cpp.")
-    layout = layout or fit.default_layout(machine.n_devices, engine)
-    base_s = Settings(context=context, batch=batch, resolved_engine=engine, spec_tokens=0, weights_dtype=weights_dtype)
-    base = fit.evaluate(fit.Problem(target, machine, base_s, layout, utilization=utilization), context, batch)
+    layout = where.layout or fit.default_layout(machine.n_devices, engine)
+    where = replace(where, layout=layout)
+    base_s = Settings(context=load.context, batch=load.batch, resolved_engine=engine, spec_tokens=0,
+                      weights_dtype=target.weights_dtype)
+    base = fit.evaluate(fit.Problem(spec, machine, base_s, layout, utilization=where.utilization), load.context,
+                        load.batch)
     base_headroom = min(d.headroom_bytes for d in base)
-    family, how = tokenizer_family(target)
-    notes = []
-    wants_draft = not methods or DRAFT_MODEL in methods  # mtp / ngram alone look for no draft model
-    if candidates is not None:
-        cands = list(candidates)
-    elif target.source == "gguf":
-        # catalog drafts are Hugging Face checkpoints: llama-server -md needs a GGUF file
-        cands = []
-        if wants_draft:
-                notes.append(f"a GGUF target takes GGUF drafts: pass --draft d.gguf or --candidates a.gguf,b.gguf "
-                         f"(catalog drafts are Hugging Face checkpoints; tokenizer family {family or '?'}: {how})")
-    else:
-        cands = catalog_candidates(target, family, draft_weights_dtype)
-        if not cands and wants_draft:
-            notes.append(f"no catalog draft shares this target's tokenizer ({how}); pass --draft or --candidates")
-    if candidates is None or methods:  # heads, MTP, n-gram, early exit: no checkpoint from the user
-        own, left = self_drafting(target, engine, workload=workload, kinds=methods)
-        cands = [c for c in cands if not methods or c.kind in methods] + own
-        notes += left
-    launch_in = engines.LaunchInput(target=target_ref, draft=None, k=1, context=context, tp=layout.tp, pp=layout.pp,
-                                    temperature=temperature, batch=batch, weights_quant=weights_dtype,
-                                    gpu_memory_utilization=utilization,
+    family, how = tokenizer_family(spec)
+    cands, notes = _candidates(target, engine, load.prompts, family, how)
+    kv_dtypes = where.kv_dtypes
+    launch_in = engines.LaunchInput(target=target.ref, draft=None, k=1, context=load.context, tp=layout.tp,
+                                    pp=layout.pp, temperature=load.temperature, batch=load.batch,
+                                    weights_quant=target.weights_dtype, gpu_memory_utilization=where.utilization,
                                     kv_dtype=_kv_flag(kv_dtypes[0]) if kv_dtypes and len(kv_dtypes) == 1 else None)
-    roofline_costs_used = costs_for is None
-    if roofline_costs_used and target.moe is not None and engine.moe_baseline_caveat:
-        notes.append(engine.moe_baseline_caveat)
-    if roofline_costs_used and machine.kind not in engine.verify_backend:
-        # no published small-batch kernel curve: say so rather than price verification as silently flat
-        notes.append(f"{engine.name} has no verify-kernel curve for {machine.kind} machines (Engine.verify_backend): "
-                     f"verifying K+1 tokens is priced by the roofline alone, near flat at small K, so the "
-                     f"speed-up is low confidence")
-    if roofline_costs_used and layout.tp > 1:
-        notes.append(allreduce_note(target, machine, layout.tp))
-    if costs_for is None:
-        roof = roofline_machine(machine, layout, engine)
-        curves: dict[tuple, tuple[roofline.ForwardCost, ...]] = {}  # the target's depend on the KV type only
-
-        ends = measured_ends(machine, layout, engine)
-
-        def at(r: roofline.Roof, method: DraftingMethod, s: Settings) -> Costs:
-            key = (id(r), s.kv_dtype, s.context, s.batch)
-            if key not in curves:
-                curves[key] = roofline.verify_costs(target, r, context=s.context, n_max=k_max + 1, settings=s)
-            costs = roofline_verify(curves[key], method.step_s(r, s), roof.name, s, getattr(r, "share_kind", None))
-            return draft_catchup.priced(costs, method, r, s)
-
-        def costs_for(method: DraftingMethod, s: Settings) -> Costs:
-            return spread_costs(at(roof, method, s), ends, lambda r: at(r, method, s))
+    roofline_costs_used = pricing.costs_for is None
+    if roofline_costs_used:
+        notes += _roofline_notes(spec, where)
+    costs_for = pricing.costs_for or _roofline_costs_for(spec, where, pricing.k_max)
     options = []
-    for method in conditioned(cands, temperature=temperature, workload=workload,
+    for method in conditioned(cands, temperature=load.temperature, workload=load.prompts,
                               rule=engine.sampled_acceptance):
-        compat = hybrid.restrict(method.compatibility(target, engine, context=context), target, method.kind, engine)
-        alpha = acceptance_for(target, method, given=given_acceptance,
-                               measured=(measured_acceptance or {}).get(method.label), tli=compat.tli_alpha)
+        compat = hybrid.restrict(method.compatibility(spec, engine, context=load.context), spec, method.kind, engine)
+        alpha = acceptance_for(spec, method, given=pricing.given_acceptance,
+                               measured=(pricing.measured_acceptance or {}).get(method.label), tli=compat.tli_alpha)
         for kv in kv_dtypes or engine.kv_options:
-            s = Settings(context=context, batch=batch, resolved_engine=engine, kv_dtype=None if kv == "auto" else kv,
-                         weights_dtype=weights_dtype,
-                         spec_tokens=k_max)
-            problem = fit.Problem(target, machine, s, layout, draft=method.resident_model(),
-                                  draft_settings=method.settings_for(s), utilization=utilization)
-            costs = hybrid.priced(costs_for(method, s), target, method.kind, s, alpha.alpha, machine.kind,
+            s = Settings(context=load.context, batch=load.batch, resolved_engine=engine,
+                         kv_dtype=None if kv == "auto" else kv, weights_dtype=target.weights_dtype,
+                         spec_tokens=pricing.k_max)
+            problem = fit.Problem(spec, machine, s, layout, draft=method.resident_model(),
+                                  draft_settings=method.settings_for(s), utilization=where.utilization)
+            costs = hybrid.priced(costs_for(method, s), spec, method.kind, s, alpha.alpha, machine.kind,
                                   machine.bandwidth_bytes_per_s)
-            options.append(evaluate_option(problem, method, compat, costs, alpha, k_max, kv,
-                                           launch_in, engine, k_fixed=k_fixed, adaptive=adaptive))
+            options.append(evaluate_option(problem, method, compat, costs, alpha, kv, launch_in, engine, pricing))
+    batches = load.batches
     if batches and len(set(batches)) > 1:
         if roofline_costs_used:
-            options = [under_load(o, batches, k_max, k_fixed, hybrid.costs_for(costs_for, target, machine, o.acceptance))
+            options = [under_load(o, batches, pricing.k_max, pricing.k_fixed,
+                                  hybrid.costs_for(costs_for, spec, machine, o.acceptance))
                        if o.usable else o for o in options]
         else:
             notes.append("--batch list: measured costs are for one sequence; the per-batch curve needs the roofline")
     ranked = rank(options)
     choice = _choose(ranked, base_headroom >= 0, launch_in, engine)
-    return Recommendation(target=target.id, target_ref=target_ref, machine=machine.name, engine=engine.name,
-                          context=context, batch=batch, baseline_fits=base_headroom >= 0,
+    return Recommendation(target=spec.id, target_ref=target.ref, machine=machine.name, engine=engine.name,
+                          context=load.context, batch=load.batch, baseline_fits=base_headroom >= 0,
                           baseline_headroom_bytes=base_headroom, plans=tuple(ranked), choice=choice,
                           tokenizer_family=family, tokenizer_match=how, notes=tuple(notes))
 
 
-def under_load(o: Option, batches: Sequence[int], k_max: int, k_fixed: int | None, costs_for: Any) -> Option:
+def _candidates(target: Target, engine: Engine, prompts: str | None, family: str | None,
+                how: str) -> tuple[list[DraftingMethod], list[str]]:
+    """The drafting methods to rank (the given drafts, else the catalog's of the tokenizer family; and the
+    target's own heads, MTP, n-gram, early exit) and a note for each kind that found none."""
+    spec, methods, notes = target.spec, target.methods, []
+    wants_draft = not methods or DRAFT_MODEL in methods  # mtp / ngram alone look for no draft model
+    if target.candidates is not None:
+        cands = list(target.candidates)
+    elif spec.source == "gguf":
+        # catalog drafts are Hugging Face checkpoints: llama-server -md needs a GGUF file
+        cands = []
+        if wants_draft:
+            notes.append(f"a GGUF target takes GGUF drafts: pass --draft d.gguf or --candidates a.gguf,b.gguf "
+                         f"(catalog drafts are Hugging Face checkpoints; tokenizer family {family or '?'}: {how})")
+    else:
+        cands = catalog_candidates(spec, family, target.draft_weights_dtype)
+        if not cands and wants_draft:
+            notes.append(f"no catalog draft shares this target's tokenizer ({how}); pass --draft or --candidates")
+    if target.candidates is None or methods:  # heads, MTP, n-gram, early exit: no checkpoint from the user
+        own, left = self_drafting(spec, engine, workload=prompts, kinds=methods)
+        cands = [c for c in cands if not methods or c.kind in methods] + own
+        notes += left
+    return cands, notes
+
+
+def _roofline_notes(spec: ModelSpec, where: Where) -> list[str]:
+    """What the roofline's costs leave out here: the engine's MoE caveat, a missing verify-kernel curve, the
+    tensor-parallel all-reduces."""
+    machine, engine, layout, notes = where.machine, where.engine, where.layout, []
+    if spec.moe is not None and engine.moe_baseline_caveat:
+        notes.append(engine.moe_baseline_caveat)
+    if machine.kind not in engine.verify_backend:
+        # no published small-batch kernel curve: say so rather than price verification as silently flat
+        notes.append(f"{engine.name} has no verify-kernel curve for {machine.kind} machines (Engine.verify_backend): "
+                     f"verifying K+1 tokens is priced by the roofline alone, near flat at small K, so the "
+                     f"speed-up is low confidence")
+    if layout is not None and layout.tp > 1:
+        notes.append(allreduce_note(spec, machine, layout.tp))
+    return notes
+
+
+def _roofline_costs_for(spec: ModelSpec, where: Where, k_max: int) -> CostsFor:
+    """Roofline costs of each (method, settings) on the machine, spread over its measured ends; the target's
+    verify curve is computed once per roof, KV type, context and batch."""
+    layout = where.layout or fit.default_layout(where.machine.n_devices, where.engine)
+    roof = roofline_machine(where.machine, layout, where.engine)
+    curves: dict[tuple, tuple[roofline.ForwardCost, ...]] = {}  # the target's depend on the KV type only
+    ends = measured_ends(where.machine, layout, where.engine)
+
+    def at(r: roofline.Roof, method: DraftingMethod, s: Settings) -> Costs:
+        key = (id(r), s.kv_dtype, s.context, s.batch)
+        if key not in curves:
+            curves[key] = roofline.verify_costs(spec, r, context=s.context, n_max=k_max + 1, settings=s)
+        costs = roofline_verify(curves[key], method.step_s(r, s), roof.name, s, getattr(r, "share_kind", None))
+        return draft_catchup.priced(costs, method, r, s)
+
+    def costs_for(method: DraftingMethod, s: Settings) -> Costs:
+        return spread_costs(at(roof, method, s), ends, lambda r: at(r, method, s))
+    return costs_for
+
+
+def under_load(o: Option, batches: Sequence[int], k_max: int, k_fixed: int | None, costs_for: CostsFor) -> Option:
     """The option at every concurrency of `batches` (costs re-priced at each) and its crossover."""
     method, problem = o.method, o.problem
 
