@@ -15,6 +15,9 @@ from planner.fits.fit import Layout
 from planner.fits.machine import with_overrides
 from planner.fits.machine_lookup import get_machine
 from planner.plan import recommend as P
+from planner.plan.acceptance_source import parse_acceptance
+from planner.plan.candidates import tokenizer_family
+from planner.plan.costs import profile_costs
 from planner.plan.request import Pricing, Target, Where, Workload
 from planner.sources import load_spec
 from planner.speed.adaptive import Adaptive
@@ -102,7 +105,7 @@ def test_serial_backend_profile_says_no_speculation(tmp_path, capsys):
         draft = Curve("meta-llama/Llama-3.2-1B-Instruct", [0.004], 0.004)
         overhead_s = 0.0
 
-    costs = P.profile_costs(Prof(), t, None)
+    costs = profile_costs(Prof(), t, None)
     d = DraftModel(load_spec("llama-3.2-1b-instruct"), "meta-llama/Llama-3.2-1B-Instruct")
     rec = P.recommend(Target(t, t.id, candidates=[d]),
                       Where(get_machine("rtx-4090"), engines.get("llama.cpp")),
@@ -122,7 +125,7 @@ def test_target_that_does_not_fit_exits_1(capsys):
 def test_config_only_dir_matched_by_evidence(tmp_path):
     d = model_dir(tmp_path, "Qwen2.5-7B")
     spec = load_spec(str(d))
-    fam, how = P.tokenizer_family(spec)
+    fam, how = tokenizer_family(spec)
     assert fam == "qwen2.5" and "vocab_size 152064" in how
 
 
@@ -140,13 +143,13 @@ def test_llamacpp_launch_uses_current_flags(capsys):
 
 @pytest.mark.parametrize("text,alpha", [("0.7", 0.7), ("greedy_match=0.8", 0.8)])
 def test_parse_acceptance(text, alpha):
-    assert P.parse_acceptance(text).alpha == pytest.approx(alpha)
+    assert parse_acceptance(text).alpha == pytest.approx(alpha)
 
 
 def test_parse_acceptance_conventions():
-    a = P.parse_acceptance("accepted_per_drafted=0.378@6")
+    a = parse_acceptance("accepted_per_drafted=0.378@6")
     assert a.alpha == pytest.approx(0.727, abs=0.002)
-    iv = P.parse_acceptance("0.6-0.8")
+    iv = parse_acceptance("0.6-0.8")
     assert (iv.low, iv.alpha, iv.high) == pytest.approx((0.6, 0.7, 0.8))
 
 

@@ -26,6 +26,7 @@ from ..fits.fit import default_layout
 from ..fits.machine_lookup import resolve_machine
 from ..fits.memory import Settings
 from ..plan import recommend as P
+from ..plan.costs import roofline_verify
 from ..plan.request import Pricing, Target, Where, Workload
 from ..plan.roof import roofline_machine
 from ..probe.acceptance import Prompt, load_prompts
@@ -127,7 +128,7 @@ def _predict(spec: Any, target_ref: str, method: DraftModel, m: Any, eng: str, c
 
     def costs_for(meth: Any, s: Settings) -> Costs:  # the roofline, as recommend's default, kept for the profile
         verify = roofline.verify_costs(spec, roof, context=s.context, n_max=k_max + 1, settings=s)
-        c = P.roofline_verify(verify, meth.step_s(roof, s), roof.name, s)
+        c = roofline_verify(verify, meth.step_s(roof, s), roof.name, s)
         seen.setdefault(s.kv_dtype or "auto", c)
         return c
 

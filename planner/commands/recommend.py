@@ -25,6 +25,8 @@ from ..fits.machine import measured_json
 from ..fits.machine_lookup import resolve_machine
 from ..fits.memory import Settings
 from ..plan import recommend as P
+from ..plan.acceptance_source import parse_acceptance, profile_acceptance_source
+from ..plan.costs import profile_costs
 from ..plan.drafting_stop import policies_for
 from ..plan.request import Pricing, Target, Where, Workload
 from ..probe.runner import run_synthetic
@@ -153,7 +155,7 @@ def recommend(
     ctx = parse_tokens(context)
     layout = default_layout(m.n_devices, resolved, tp, pp)
     cands = _given_drafts(spec, draft, head, candidates, kinds, work, draft_weights_dtype)
-    given = P.parse_acceptance(acceptance) if acceptance else None
+    given = parse_acceptance(acceptance) if acceptance else None
     policy = Adaptive(draft_p_min, draft_min) if draft_p_min is not None else None
     if policy is None and k is not None:
         policy = EVERY_ROUND  # --k alone fixes K: every round drafts K (llama.cpp: --spec-draft-p-min 0)
@@ -174,13 +176,13 @@ def recommend(
         prof = _profile(profile, spec, cands, m, ctx, max_k) if profile else _probe_now(spec, cands, ctx, max_k)
         _warn_backend(prof, eng, weights_dtype or spec.weights.dominant_dtype)
         roof = P.roofline_machine(m, layout, resolved) if m.bandwidth_bytes_per_s else None
-        costs_for = P.profile_costs(prof, spec, roof, origin=profile)
+        costs_for = profile_costs(prof, spec, roof, origin=profile)
         k_cap = min(max_k, len(prof.target.verify_s) - 1)
         if prof.acceptance is not None and prof.draft is not None:
             a = prof.acceptance
             lo, hi = max(0.0, a.alpha - 2 * a.alpha_std), min(1.0, a.alpha + 2 * a.alpha_std)
             measured = {prof.draft.id: Acceptance(a.alpha, lo, hi, given=f"alpha = {a.alpha:.3f} (measured)",
-                                                  source=P.profile_acceptance_source(a, profile))}
+                                                  source=profile_acceptance_source(a, profile))}
     ref = target if _is_path(target) else spec.id  # launch commands name the model, not our alias
     # what is asked, settled here at the edge (plan/request.py); the plan takes them whole
     asked = Target(spec, ref, candidates=cands, methods=kinds, weights_dtype=weights_dtype,

@@ -38,6 +38,8 @@ from ..speed import roofline
 from ..speed.profile import Profile
 from . import recommend as P
 from . import request
+from .acceptance_source import profile_acceptance_source
+from .costs import profile_costs
 
 
 @dataclass(frozen=True)
@@ -203,8 +205,8 @@ def _profile_inputs(t: Target, m: Machine, o: Options, layout: fit.Layout, engin
         a = prof.acceptance
         lo, hi = max(0.0, a.alpha - 2 * a.alpha_std), min(1.0, a.alpha + 2 * a.alpha_std)
         measured = {prof.draft.id: acc.Acceptance(a.alpha, lo, hi, given=f"alpha = {a.alpha:.3f} (measured)",
-                                                  source=P.profile_acceptance_source(a, None))}
-    return P.profile_costs(prof, t.spec, roof), measured, min(o.max_k, prof.max_k), "profile (measured)"
+                                                  source=profile_acceptance_source(a, None))}
+    return profile_costs(prof, t.spec, roof), measured, min(o.max_k, prof.max_k), "profile (measured)"
 
 
 def row(t: Target, m: Machine, o: Options) -> Row:
