@@ -25,12 +25,13 @@ from planner.drafting import METHODS, EarlyExit, MtpLayers, NgramLookup, heads, 
 from planner.drafting.eagle3 import Eagle3
 from planner.drafting.mtp import mtp_model
 from planner.engines.base import METHOD_KINDS
-from planner.fits import memory
+from planner.fits import fit, memory
 from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings
 from planner.plan import recommend as P
 from planner.plan.request import Target, Where, Workload
 from planner.sources import load_spec
+from planner.speed import roofline
 from planner.speed.model import expected_accepted
 
 SCOUT = Path(__file__).parent / "fixtures" / "heads" / "llama4-scout-eagle3"
@@ -246,9 +247,9 @@ def test_early_exit_runs_only_in_transformers_and_costs_a_fraction_of_the_target
     assert m.exit_at == 8  # 32 layers // 4
     assert {e.name for e in engines.all_engines() if m.compatibility(t, e).runs} == {"transformers"}
     assert m.resident_model().weights.resident_bytes == 0 and m.resident_model().n_layers == 8
-    roof = P.roofline_machine(get_machine("h100-sxm"), P.fit.default_layout(1, engines.get("transformers")), engines.get("transformers"))
+    roof = P.roofline_machine(get_machine("h100-sxm"), fit.default_layout(1, engines.get("transformers")), engines.get("transformers"))
     s = Settings(context=4096, resolved_engine=engines.get("transformers"))
-    full = P.roofline.draft_step_s(t, roof, context=4096, settings=s)
+    full = roofline.draft_step_s(t, roof, context=4096, settings=s)
     assert 0.2 * full < m.step_s(roof, s) < 0.5 * full  # 8 of 32 layers + the lm_head
     code = engines.launch("transformers", engines.LaunchInput(target=t.id, draft=None, k=4, context=4096,
                                                               method="early_exit", exit_layer=8))["python"]

@@ -105,6 +105,11 @@ class Recommendation:
     notes: tuple[str, ...] = ()
 
 
+def method_kind(o: Option) -> str:
+    """The plan's drafting method ("none": plain decoding)."""
+    return o.method.kind if o.method is not None else "none"
+
+
 # --- one option ------------------------------------------------------------------------------
 
 def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compatibility, costs: Costs,
