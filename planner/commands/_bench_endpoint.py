@@ -14,7 +14,7 @@ from typing import Any
 
 from .. import engines
 from ..bench import endpoint as E
-from ..bench.endpoint_profile import build_profile, measured_costs, tokens_per_round
+from ..bench.endpoint_profile import Counted, Served, build_profile, measured_costs, tokens_per_round
 from ..bench.http_endpoint import Endpoint, exchange_json, parse_endpoint
 from ..core import paths
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
@@ -242,13 +242,14 @@ def _save(path: str, doc: dict, spec: Any, dspec: Any, m: Any, eng: str, build: 
     verify, t_d, notes = measured_costs(pred.costs, k=k, baseline_tokens_per_s=base_tps,
                                         spec_tokens_per_s=run.tokens_per_s, tau=tau)
     drafted = run.drafted if run.drafted and run.drafted > 1 else float(run.requests)
-    prof = build_profile(target_id=spec.id, draft_id=dspec.id, engine=eng, build=build, device=m.kind,
-                         device_name=m.display_name, dtype=spec.weights.dominant_dtype or "unknown", context=ctx, k=k,
-                         temperature=temperature, verify_s=verify, draft_s=t_d, overhead_s=pred.costs.overhead_s,
-                         baseline_measured=base_tps is not None, accepted=rate * drafted, drafted=drafted,
-                         requests=run.requests, per_position=run.per_position, by_kind=run.by_kind,
-                         source=f"measured by planner bench --endpoint {doc['endpoint']} ({eng} {build}, "
-                                f"{run.requests} requests, K={k})", notes=notes)
+    served = Served(target_id=spec.id, draft_id=dspec.id, engine=eng, build=build, device=m.kind,
+                    device_name=m.display_name, dtype=spec.weights.dominant_dtype or "unknown", context=ctx, k=k,
+                    temperature=temperature)
+    counted = Counted(accepted=rate * drafted, drafted=drafted, requests=run.requests, per_position=run.per_position,
+                      by_kind=run.by_kind, source=f"measured by planner bench --endpoint {doc['endpoint']} ({eng} "
+                                                  f"{build}, {run.requests} requests, K={k})")
+    prof = build_profile(served, Costs(tuple(verify), t_d, pred.costs.overhead_s), counted,
+                         baseline_measured=base_tps is not None, notes=notes)
     save_profile(prof, path, inputs=[x for x in (prompts,) if x])
     warn(f"profile written to {path}")
 
