@@ -17,6 +17,7 @@ import time
 from planner import engines
 from planner.drafting import DraftModel
 from planner.plan import recommend as plan
+from planner.plan.request import Target, Where, Workload
 
 
 def median_s(fn, runs: int = 5) -> float:
@@ -51,7 +52,7 @@ def main() -> None:
     vllm = engines.get("vllm")
 
     def run_all() -> None:
-        plan.recommend(t, t.id, m, engine=vllm, context=8192, candidates=cands)
+        plan.recommend(Target(t, t.id, candidates=cands), Where(m, vllm), Workload(context=8192))
 
     whole = median_s(run_all)
     print(f"recommend({target}) over {len(cands)} catalog candidates x KV dtypes on {machine}: "

@@ -17,6 +17,7 @@ from planner.drafting import DraftModel
 from planner.fits.machine_lookup import get_machine
 from planner.pairing import pair as pairing
 from planner.plan import recommend as P
+from planner.plan.request import Target, Where, Workload
 from planner.sources import load_spec
 from planner.speed import acceptance as acc
 from planner.speed import acceptance_prior as ap
@@ -161,9 +162,12 @@ def test_draft_model_prior_moves_with_its_size_and_format():
 def test_recommend_passes_temperature_to_the_prior():
     t, d = load_spec("qwen2.5-14b-instruct"), load_spec("qwen2.5-1.5b-instruct")
     m = get_machine("m4-max-128gb")
-    greedy = P.recommend(t, t.id, m, engine=engines.get("llama.cpp"), context=4096, candidates=[DraftModel(d, d.id)])
-    sampled = P.recommend(t, t.id, m, engine=engines.get("llama.cpp"), context=4096, candidates=[DraftModel(d, d.id)],
-                          temperature=0.8)
+    greedy = P.recommend(Target(t, t.id, candidates=[DraftModel(d, d.id)]),
+                         Where(m, engines.get("llama.cpp")),
+                         Workload(context=4096))
+    sampled = P.recommend(Target(t, t.id, candidates=[DraftModel(d, d.id)]),
+                          Where(m, engines.get("llama.cpp")),
+                          Workload(context=4096, temperature=0.8))
     g, s = greedy.plans[0].acceptance, sampled.plans[0].acceptance
     table = ap.adjustments()
     kappa, full_at = table["confidence"]["kappa"], table["temperature"]["sampled_rule"]["full_at"]
@@ -205,8 +209,9 @@ def test_recommend_applies_the_engines_sampled_acceptance_rule():
     t, d = load_spec("qwen2.5-14b-instruct"), load_spec("qwen2.5-1.5b-instruct")
     m = get_machine("m4-max-128gb")
     kappa = ap.adjustments()["confidence"]["kappa"]
-    plans = {e: {temp: P.recommend(t, t.id, m, engine=engines.get(e), context=4096, candidates=[DraftModel(d, d.id)],
-                                   temperature=temp).plans[0].acceptance for temp in (0.0, 0.8)}
+    plans = {e: {temp: P.recommend(Target(t, t.id, candidates=[DraftModel(d, d.id)]),
+                                   Where(m, engines.get(e)),
+                                   Workload(context=4096, temperature=temp)).plans[0].acceptance for temp in (0.0, 0.8)}
              for e in ("mlx", "llama.cpp")}
     greedy = plans["llama.cpp"][0.0].alpha
     assert plans["mlx"][0.0].alpha == pytest.approx(greedy)
@@ -223,12 +228,14 @@ def test_heterogeneous_fallback_uses_the_number_pair_prints():
     assert report.heterogeneous.tli_acceptance.value == 0.61
     compat = DraftModel(d, d.id).compatibility(t, engines.get("vllm"))
     assert compat.fallback and compat.tli_alpha == 0.61
-    rec = P.recommend(t, t.id, get_machine("rtx-4090"), engine=engines.get("vllm"), context=4096,
-                      candidates=[DraftModel(d, d.id)])
+    rec = P.recommend(Target(t, t.id, candidates=[DraftModel(d, d.id)]),
+                      Where(get_machine("rtx-4090"), engines.get("vllm")),
+                      Workload(context=4096))
     a = rec.plans[0].acceptance
     assert a.alpha == 0.61 and a.low == pytest.approx(0.51)  # one published pair per overlap: +/- 0.1
-    llama = P.recommend(t, t.id, get_machine("rtx-4090"), engine=engines.get("llama.cpp"), context=4096,
-                        candidates=[DraftModel(d, d.id)])
+    llama = P.recommend(Target(t, t.id, candidates=[DraftModel(d, d.id)]),
+                        Where(get_machine("rtx-4090"), engines.get("llama.cpp")),
+                        Workload(context=4096))
     assert llama.plans[0].acceptance.alpha > 0.61  # llama.cpp runs the pair plainly: no cap
 
 

@@ -11,7 +11,7 @@ from planner.fits import fit as F
 from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings
 from planner.plan import draft_catchup
-from planner.plan.recommend import roofline_costs
+from planner.plan.costs import roofline_costs
 from planner.plan.roof import roofline_machine
 from planner.sources import load_spec
 from planner.speed import roofline

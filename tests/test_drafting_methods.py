@@ -25,11 +25,13 @@ from planner.drafting import METHODS, EarlyExit, MtpLayers, NgramLookup, heads, 
 from planner.drafting.eagle3 import Eagle3
 from planner.drafting.mtp import mtp_model
 from planner.engines.base import METHOD_KINDS
-from planner.fits import memory
+from planner.fits import fit, memory
 from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings
 from planner.plan import recommend as P
+from planner.plan.request import Target, Where, Workload
 from planner.sources import load_spec
+from planner.speed import roofline
 from planner.speed.model import expected_accepted
 
 SCOUT = Path(__file__).parent / "fixtures" / "heads" / "llama4-scout-eagle3"
@@ -214,15 +216,18 @@ def _eight_h200():
 
 def test_deepseek_with_mtp_gets_an_mtp_plan_with_those_bytes():
     t, nbytes = _deepseek_with_mtp()
-    rec = P.recommend(t, t.id, _eight_h200(), engine=engines.get("vllm"), context=4096, methods=("mtp",))
+    rec = P.recommend(Target(t, t.id, methods=("mtp",)),
+                      Where(_eight_h200(), engines.get("vllm")),
+                      Workload(context=4096))
     plan = rec.plans[0]
     assert plan.method.kind == "mtp" and plan.fits and plan.compatible
     assert memory.weights(plan.problem.draft, plan.problem.settings)[0] == nbytes
     assert json.loads(plan.launch["speculative_config"]) == {"method": "mtp", "num_speculative_tokens": plan.k}
     # DeepSeek-V3 report: 85-90% second-token acceptance is in the prior's evidence
     assert "2412.19437" in plan.acceptance.source
-    without = P.recommend(dataclasses.replace(t, mtp=None), t.id, _eight_h200(), engine=engines.get("vllm"), context=4096,
-                          methods=("mtp",))
+    without = P.recommend(Target(dataclasses.replace(t, mtp=None), t.id, methods=("mtp",)),
+                          Where(_eight_h200(), engines.get("vllm")),
+                          Workload(context=4096))
     assert not without.plans and any("ships no MTP layers" in n for n in without.notes)
 
 
@@ -242,9 +247,9 @@ def test_early_exit_runs_only_in_transformers_and_costs_a_fraction_of_the_target
     assert m.exit_at == 8  # 32 layers // 4
     assert {e.name for e in engines.all_engines() if m.compatibility(t, e).runs} == {"transformers"}
     assert m.resident_model().weights.resident_bytes == 0 and m.resident_model().n_layers == 8
-    roof = P.roofline_machine(get_machine("h100-sxm"), P.fit.default_layout(1, engines.get("transformers")), engines.get("transformers"))
+    roof = P.roofline_machine(get_machine("h100-sxm"), fit.default_layout(1, engines.get("transformers")), engines.get("transformers"))
     s = Settings(context=4096, resolved_engine=engines.get("transformers"))
-    full = P.roofline.draft_step_s(t, roof, context=4096, settings=s)
+    full = roofline.draft_step_s(t, roof, context=4096, settings=s)
     assert 0.2 * full < m.step_s(roof, s) < 0.5 * full  # 8 of 32 layers + the lm_head
     code = engines.launch("transformers", engines.LaunchInput(target=t.id, draft=None, k=4, context=4096,
                                                               method="early_exit", exit_layer=8))["python"]

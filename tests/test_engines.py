@@ -21,6 +21,7 @@ from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings, ledger
 from planner.pairing.pair import pair
 from planner.plan.recommend import recommend
+from planner.plan.request import Target, Where, Workload
 from planner.sources import load_spec
 
 BLOCK = 64  # the toy engine's cache block: every sequence's context rounds up to 64 tokens
@@ -79,8 +80,9 @@ def test_toy_engine_in_pair_recommend_and_launch(toy):
     target, draft = load_spec("llama-3.1-8b-instruct"), load_spec("llama-3.2-1b-instruct")
     r = pair(target, draft)
     assert r.verdicts["toy"].compatible and "toy compares vocab_size 128256/128256" in r.verdicts["toy"].detail
-    rec = recommend(target, "meta-llama/Llama-3.1-8B-Instruct", get_machine("h100-sxm"), engine=engines.get("toy"),
-                    context=4096, candidates=None)
+    rec = recommend(Target(target, "meta-llama/Llama-3.1-8B-Instruct", candidates=None),
+                    Where(get_machine("h100-sxm"), engines.get("toy")),
+                    Workload(context=4096))
     assert rec.engine == "toy" and rec.plans
     best = rec.plans[0]
     assert best.launch["command"] == f"toy-serve meta-llama/Llama-3.1-8B-Instruct --draft {best.draft_ref} --k {best.k}"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from planner import engines
 from planner.core.errors import ConfigError
 from planner.fits.memory import Settings, kv_per_token, model_ledger
 from planner.sources import load_spec
@@ -53,7 +54,7 @@ def test_glm53_indexer_only_on_full_layers(tmp_path):
     assert s.checkpoint_bytes == s.weights.resident_bytes + 2 * mtp == 2 * (params + mtp)
     # KV per token (vLLM): the MLA latent (512 + 64) x 2 B in all 78 layers, and the indexer's fp8 key +
     # fp32 scale per 128 (132 B) in the 21 full layers only (was 78 x 132 as V3.2: shared layers cache none)
-    assert kv_per_token(s, Settings(context=8192, engine="vllm")) == 78 * 576 * 2 + 21 * 132
+    assert kv_per_token(s, Settings(context=8192, resolved_engine=engines.get("vllm"))) == 78 * 576 * 2 + 21 * 132
 
 
 def test_glm53_matches_transformers_on_the_meta_device():
@@ -76,7 +77,7 @@ def test_mtp_residency_is_stated_per_engine(tmp_path):
     s = _load(tmp_path)
     for engine, says in (("vllm", "method mtp"), ("sglang", "NEXTN"), ("llama.cpp", "draft-mtp"),
                          ("mlx", "runs no MTP speculation: never resident")):
-        led = model_ledger(s, Settings(context=4096, engine=engine))
+        led = model_ledger(s, Settings(context=4096, resolved_engine=engines.get(engine)))
         assert says in led.provenance["mtp"]
         # plain decoding: the MTP layer is stored (checkpoint) but not in the resident weights
         assert led.checkpoint_bytes - led.weights_bytes == led.mtp_bytes == s.mtp.nbytes

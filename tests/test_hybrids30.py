@@ -22,12 +22,13 @@ from pathlib import Path
 
 import pytest
 
+from planner import engines
 from planner.core.errors import ConfigError
 from planner.fits.memory import Settings, kv_cache, kv_per_token
 from planner.sources import load_spec
 
 HERE = Path(__file__).parent / "fixtures" / "heldout30"
-ENGINES = {name: Settings(context=8192, engine=name) for name in ("vllm", "llamacpp", "transformers")}
+ENGINES = {name: Settings(context=8192, resolved_engine=engines.get(name)) for name in ("vllm", "llamacpp", "transformers")}
 
 
 def _load(tmp_path: Path, name: str, **overrides):

@@ -18,6 +18,7 @@ from planner.fits import machine_lookup as L
 from planner.fits import machine_profile as MP
 from planner.fits.measure_stats import Spread, quantile, reject_outliers, run_trials, summarise
 from planner.plan import recommend as P
+from planner.plan.request import Pricing, Target, Where, Workload
 from planner.sources import load_spec
 
 from .fake_host import fake_cpu_host
@@ -216,7 +217,10 @@ def _choice(cpu_host, bw):
     spec = load_spec("qwen2.5-7b-instruct")
     from planner.speed.adaptive import Adaptive
 
-    rec = P.recommend(spec, spec.id, m, engine=engines.get("llama.cpp"), context=4096, k_max=16, adaptive=Adaptive(0.75, 0))
+    rec = P.recommend(Target(spec, spec.id),
+                      Where(m, engines.get("llama.cpp")),
+                      Workload(context=4096),
+                      Pricing(k_max=16, adaptive=Adaptive(0.75, 0)))
     return rec.choice
 
 

@@ -19,6 +19,7 @@ from planner.core.errors import MachineError
 from planner.fits import machine_catalog
 from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings
+from planner.plan.request import Target, Where, Workload
 from planner.sources import load_spec
 from planner.speed import kernels
 from planner.speed.kernel_model import Matmul, Matrix, shape_matmuls
@@ -234,10 +235,12 @@ def test_an_moe_target_on_the_roofline_says_its_baseline_is_low_confidence():
     from planner.engines import get as engine
     from planner.plan.recommend import recommend
 
-    dense = recommend(load_spec("qwen3-4b"), "qwen3-4b", get_machine("rtx-4090"), engine=engines.get("llama.cpp"), context=4096,
-                      candidates=[])
-    moe = recommend(load_spec("qwen3-30b-a3b"), "qwen3-30b-a3b", get_machine("rtx-4090"), engine=engines.get("llama.cpp"),
-                    context=4096, candidates=[])
+    dense = recommend(Target(load_spec("qwen3-4b"), "qwen3-4b", candidates=[]),
+                      Where(get_machine("rtx-4090"), engines.get("llama.cpp")),
+                      Workload(context=4096))
+    moe = recommend(Target(load_spec("qwen3-30b-a3b"), "qwen3-30b-a3b", candidates=[]),
+                    Where(get_machine("rtx-4090"), engines.get("llama.cpp")),
+                    Workload(context=4096))
     caveat = engine("llama.cpp").moe_baseline_caveat
     assert caveat in moe.notes and caveat not in dense.notes and "Qwen3-30B-A3B 0.54-0.58" in caveat
     # the serving engines carry their own published figures (SGLang inherits vLLM's)

@@ -11,6 +11,7 @@ from itertools import pairwise
 
 import pytest
 
+from planner import engines
 from planner.fits import memory
 from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings
@@ -22,7 +23,7 @@ CONTEXT = 4096
 
 
 def curve(dtype: str, n_max: int = 33) -> tuple[roofline.ForwardCost, ...]:
-    s = Settings(engine="llama.cpp", weights_dtype=dtype, context=CONTEXT)
+    s = Settings(resolved_engine=engines.get("llama.cpp"), weights_dtype=dtype, context=CONTEXT)
     return roofline.verify_costs(load_spec("qwen3-30b-a3b"), get_machine("m4-max-64gb"), context=CONTEXT,
                                  n_max=n_max, settings=s)
 
@@ -43,7 +44,7 @@ def test_expert_params_by_hand():
 def test_below_the_switch_every_token_expert_pair_streams_its_expert():
     # mul_mv_id: n x k matvecs, each expert read per pair -> bytes = n x k/E x all experts' bytes
     spec = load_spec("qwen3-30b-a3b")
-    s = Settings(engine="llama.cpp", weights_dtype="q4_k", context=CONTEXT)
+    s = Settings(resolved_engine=engines.get("llama.cpp"), weights_dtype="q4_k", context=CONTEXT)
     experts = float(memory.bytes_by_group(spec, s)["experts"])
     d = moe_dispatch.dispatch("llama.cpp-metal")
     assert d is not None

@@ -11,6 +11,7 @@ import pytest
 from planner import engines
 from planner.cli import main
 from planner.plan import recommend as R
+from planner.plan.request import Target, Where, Workload
 from planner.render.blocks import crossover_text
 from tests.gguf_dir import gguf_test_dir
 
@@ -54,8 +55,9 @@ def test_a_refused_draft_is_named_once(capsys):
 
 
 def test_a_gain_inside_the_noise_is_not_recommended():
-    rec = R.recommend(_spec(), "Qwen/Qwen2.5-7B-Instruct", _machine(), engine=engines.get("vllm"), batch=1, candidates=None,
-                      context=4096)
+    rec = R.recommend(Target(_spec(), "Qwen/Qwen2.5-7B-Instruct", candidates=None),
+                      Where(_machine(), engines.get("vllm")),
+                      Workload(batch=1, context=4096))
     best = next(o for o in rec.plans if o.usable)
     launch = engines.LaunchInput(target="Qwen/Qwen2.5-7B-Instruct", draft=None, k=0, context=4096)
     under = R._choose([replace(best, speedup=R.MIN_GAIN - 0.01)], True, launch, engines.get("vllm"))

@@ -15,6 +15,10 @@ from planner.fits.fit import Layout
 from planner.fits.machine import with_overrides
 from planner.fits.machine_lookup import get_machine
 from planner.plan import recommend as P
+from planner.plan.acceptance_source import parse_acceptance
+from planner.plan.candidates import tokenizer_family
+from planner.plan.costs import profile_costs
+from planner.plan.request import Pricing, Target, Where, Workload
 from planner.sources import load_spec
 from planner.speed.adaptive import Adaptive
 
@@ -45,7 +49,9 @@ def test_recommend_catalog_target_offline_json(capsys):
 
 def test_instruct_target_prefers_instruct_draft():
     t = load_spec("qwen2.5-7b-instruct")
-    rec = P.recommend(t, t.id, get_machine("rtx-4090"), engine=engines.get("llama.cpp"), context=4096)
+    rec = P.recommend(Target(t, t.id),
+                      Where(get_machine("rtx-4090"), engines.get("llama.cpp")),
+                      Workload(context=4096))
     assert rec.choice.draft == "Qwen/Qwen2.5-0.5B-Instruct"
     assert rec.tokenizer_family == "qwen2.5"
 
@@ -66,7 +72,7 @@ def test_draft_that_does_not_fit_is_never_recommended():
     # a device between what the target + 1B and the target + 3B need: only the 1B draft fits
     mem = (_used(t, small, big_m, 4096) + _used(t, big, big_m, 4096)) // 2
     m = with_overrides(get_machine("rtx-4090"), memory_bytes=mem)
-    rec = P.recommend(t, t.id, m, engine=engines.get("transformers"), context=4096)
+    rec = P.recommend(Target(t, t.id), Where(m, engines.get("transformers")), Workload(context=4096))
     by_draft = {o.draft: o for o in rec.plans}
     assert not by_draft["meta-llama/Llama-3.2-3B-Instruct"].fits
     assert by_draft["meta-llama/Llama-3.2-1B-Instruct"].fits
@@ -74,10 +80,14 @@ def test_draft_that_does_not_fit_is_never_recommended():
     # below target + 1B (but above the target alone): nothing fits beside it, so plain decoding
     alone = _used(t, None, big_m, 4096)
     tiny = with_overrides(get_machine("rtx-4090"), memory_bytes=(alone + _used(t, small, big_m, 4096)) // 2)
-    rec2 = P.recommend(t, t.id, tiny, engine=engines.get("transformers"), context=4096, methods=("draft_model",))
+    rec2 = P.recommend(Target(t, t.id, methods=("draft_model",)),
+                       Where(tiny, engines.get("transformers")),
+                       Workload(context=4096))
     assert rec2.baseline_fits and rec2.choice.draft is None
     # n-gram lookup keeps nothing resident: it still fits there
-    rec3 = P.recommend(t, t.id, tiny, engine=engines.get("transformers"), context=4096, methods=("ngram",))
+    rec3 = P.recommend(Target(t, t.id, methods=("ngram",)),
+                       Where(tiny, engines.get("transformers")),
+                       Workload(context=4096))
     assert rec3.plans and all(o.fits and o.method.kind == "ngram" for o in rec3.plans)
     assert any("fits" in r for r in rec2.choice.reasons)
 
@@ -95,10 +105,12 @@ def test_serial_backend_profile_says_no_speculation(tmp_path, capsys):
         draft = Curve("meta-llama/Llama-3.2-1B-Instruct", [0.004], 0.004)
         overhead_s = 0.0
 
-    costs = P.profile_costs(Prof(), t, None)
+    costs = profile_costs(Prof(), t, None)
     d = DraftModel(load_spec("llama-3.2-1b-instruct"), "meta-llama/Llama-3.2-1B-Instruct")
-    rec = P.recommend(t, t.id, get_machine("rtx-4090"), engine=engines.get("llama.cpp"), context=4096, candidates=[d],
-                      costs_for=costs, k_max=8)
+    rec = P.recommend(Target(t, t.id, candidates=[d]),
+                      Where(get_machine("rtx-4090"), engines.get("llama.cpp")),
+                      Workload(context=4096),
+                      Pricing(costs_for=costs, k_max=8))
     assert rec.choice.draft is None and rec.choice.verdict == "no speculation"
     assert any("batch-parallel" in r for r in rec.choice.reasons)
 
@@ -113,7 +125,7 @@ def test_target_that_does_not_fit_exits_1(capsys):
 def test_config_only_dir_matched_by_evidence(tmp_path):
     d = model_dir(tmp_path, "Qwen2.5-7B")
     spec = load_spec(str(d))
-    fam, how = P.tokenizer_family(spec)
+    fam, how = tokenizer_family(spec)
     assert fam == "qwen2.5" and "vocab_size 152064" in how
 
 
@@ -131,13 +143,13 @@ def test_llamacpp_launch_uses_current_flags(capsys):
 
 @pytest.mark.parametrize("text,alpha", [("0.7", 0.7), ("greedy_match=0.8", 0.8)])
 def test_parse_acceptance(text, alpha):
-    assert P.parse_acceptance(text).alpha == pytest.approx(alpha)
+    assert parse_acceptance(text).alpha == pytest.approx(alpha)
 
 
 def test_parse_acceptance_conventions():
-    a = P.parse_acceptance("accepted_per_drafted=0.378@6")
+    a = parse_acceptance("accepted_per_drafted=0.378@6")
     assert a.alpha == pytest.approx(0.727, abs=0.002)
-    iv = P.parse_acceptance("0.6-0.8")
+    iv = parse_acceptance("0.6-0.8")
     assert (iv.low, iv.alpha, iv.high) == pytest.approx((0.6, 0.7, 0.8))
 
 
@@ -164,18 +176,25 @@ def test_quantised_target_on_cpu_verification_is_compute_bound():
     # only K=1 can pay and longer drafts lose; on the catalog GPU mul_mat_vec_q grows far less and K grows.
     # Every round drafting K (--draft-p-min 0): the verify-cost mechanism alone.
     t = load_spec("qwen2.5-7b-instruct")
-    cpu = P.recommend(t, t.id, get_machine("cpu-ryzen-7-5800x-32gb"), engine=engines.get("llama.cpp"), context=4096,
-                      weights_dtype="q4_k", adaptive=Adaptive(0.0))
+    cpu = P.recommend(Target(t, t.id, weights_dtype="q4_k"),
+                      Where(get_machine("cpu-ryzen-7-5800x-32gb"), engines.get("llama.cpp")),
+                      Workload(context=4096),
+                      Pricing(adaptive=Adaptive(0.0)))
     curve = cpu.plans[0].prediction.speedup_by_k
     assert cpu.plans[0].k == 1 and all(a > b for a, b in itertools.pairwise(curve))
     assert curve[3] < 1.0  # K=4 is slower than plain decoding there
     # llama-server's default stop (p-min 0.75) drafts past K=1 only where the draft is sure: a K=4 cap loses less
-    stopped = P.recommend(t, t.id, get_machine("cpu-ryzen-7-5800x-32gb"), engine=engines.get("llama.cpp"), context=4096,
-                          weights_dtype="q4_k").plans[0].prediction.speedup_by_k
+    stopped = P.recommend(Target(t, t.id, weights_dtype="q4_k"),
+                          Where(get_machine("cpu-ryzen-7-5800x-32gb"), engines.get("llama.cpp")),
+                          Workload(context=4096)).plans[0].prediction.speedup_by_k
     assert stopped[3] > curve[3]
-    gpu = P.recommend(t, t.id, get_machine("rtx-4090"), engine=engines.get("llama.cpp"), context=4096, weights_dtype="q4_k")
+    gpu = P.recommend(Target(t, t.id, weights_dtype="q4_k"),
+                      Where(get_machine("rtx-4090"), engines.get("llama.cpp")),
+                      Workload(context=4096))
     assert gpu.plans[0].k > 1
-    at2 = P.recommend(t, t.id, get_machine("rtx-4090"), engine=engines.get("llama.cpp"), context=4096, weights_dtype="q4_k",
-                      k_fixed=2)
+    at2 = P.recommend(Target(t, t.id, weights_dtype="q4_k"),
+                      Where(get_machine("rtx-4090"), engines.get("llama.cpp")),
+                      Workload(context=4096),
+                      Pricing(k_fixed=2))
     # k-quant MMVQ: t_v(3)/t_v(1) = 1.26 on the weight read (PR #5434, RTX 3090); the KV read is unscaled
     assert at2.plans[0].k == 2 and 1.1 < at2.plans[0].prediction.verify_ratio < 1.26

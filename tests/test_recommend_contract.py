@@ -17,7 +17,7 @@ from planner import engines
 from planner.commands._methods import parse_methods
 from planner.core.errors import UsageError
 from planner.drafting import NgramLookup, ngram_variants, self_drafting
-from planner.engines import llamacpp
+from planner.engines import llamacpp_launch
 from planner.sources import load_spec
 
 from .cli_run import run_cli as run
@@ -90,7 +90,7 @@ def test_each_variant_launches_with_its_own_flags(variant, key, length, capsys):
 
 
 def test_ngram_cache_has_no_key_flag():
-    assert llamacpp._ngram_flags("ngram-cache", 4, 7) == " --spec-type ngram-cache --spec-draft-n-max 7"
+    assert llamacpp_launch._ngram_flags("ngram-cache", 4, 7) == " --spec-type ngram-cache --spec-draft-n-max 7"
 
 
 def test_a_variant_is_refused_where_the_engine_lacks_it():

@@ -25,6 +25,7 @@ from planner.engines.base import Side
 from planner.fits.machine_lookup import get_machine
 from planner.fits.memory import Settings
 from planner.plan.recommend import recommend
+from planner.plan.request import Target, Where, Workload
 from planner.sources import load_spec
 from planner.speed import acceptance as acc
 from planner.speed.roofline import MachineLike
@@ -105,8 +106,9 @@ def test_the_toy_method_is_built_and_offered_where_its_engine_runs_it(toy):
 def test_the_toy_method_and_engine_through_recommend(toy):
     # an engine with no verify-kernel curve says so: verification is priced by the roofline alone
     target = load_spec("llama-3.1-8b-instruct")
-    rec = recommend(target, "llama-3.1-8b-instruct", get_machine("h100-sxm"), engine=engines.get("toyeng"), context=4096,
-                    candidates=[ToyLookahead()])
+    rec = recommend(Target(target, "llama-3.1-8b-instruct", candidates=[ToyLookahead()]),
+                    Where(get_machine("h100-sxm"), engines.get("toyeng")),
+                    Workload(context=4096))
     best = rec.plans[0]
     assert best.method.kind == KIND and best.launch["command"].startswith("toy-serve llama-3.1-8b-instruct --method "
                                                                           f"{KIND} --k {best.k}")

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import datetime
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from ..core import constants
 from ..speed.acceptance import alpha_from_accepted_per_drafted
@@ -62,26 +63,54 @@ def measured_costs(pred: Costs, *, k: int, baseline_tokens_per_s: float | None, 
     return verify, t_d, notes
 
 
-def build_profile(*, target_id: str, draft_id: str, engine: str, build: str, device: str, device_name: str,
-                  dtype: str, context: int, k: int, temperature: float, verify_s: Sequence[float], draft_s: float,
-                  overhead_s: float, baseline_measured: bool, accepted: float, drafted: float, requests: int,
-                  per_position: Sequence[float], by_kind: Mapping[str, float], source: str,
+@dataclass(frozen=True)
+class Served:
+    """What the server ran: the target and draft, the engine and its build, on which device, the target's
+    weight dtype, the context, K and the sampling temperature."""
+
+    target_id: str
+    draft_id: str
+    engine: str
+    build: str
+    device: str
+    device_name: str
+    dtype: str
+    context: int
+    k: int
+    temperature: float
+
+
+@dataclass(frozen=True)
+class Counted:
+    """What the server counted: accepted and drafted tokens over `requests`, the rate per position and per
+    workload kind (accepted / drafted), and where the counts came from."""
+
+    accepted: float
+    drafted: float
+    requests: int
+    per_position: Sequence[float]
+    by_kind: Mapping[str, float]
+    source: str
+
+
+def build_profile(served: Served, costs: Costs, counted: Counted, *, baseline_measured: bool,
                   notes: Sequence[str]) -> Profile:
     """The Profile `--save-profile` writes (schema: docs/probe.md; backend names the engine measured)."""
-    rate = accepted / drafted
+    k, c, verify_s, draft_s = served.k, counted, costs.verify_s, costs.draft_s
+    rate = c.accepted / c.drafted
     alpha = alpha_from_accepted_per_drafted(rate, k)
-    kinds = {kind: alpha_from_accepted_per_drafted(r, k) for kind, r in by_kind.items()}
-    acc = MeasuredAcceptance(alpha=alpha, greedy_match=alpha, per_position=tuple(per_position),
-                             temperature=temperature, prompts=requests, positions=max(1, int(drafted)),
+    kinds = {kind: alpha_from_accepted_per_drafted(r, k) for kind, r in c.by_kind.items()}
+    acc = MeasuredAcceptance(alpha=alpha, greedy_match=alpha, per_position=tuple(c.per_position),
+                             temperature=served.temperature, prompts=c.requests, positions=max(1, int(c.drafted)),
                              alpha_min=min(kinds.values(), default=alpha), alpha_max=max(kinds.values(), default=alpha),
-                             by_kind=kinds, source=source)
-    method = f"endpoint:{engine}"
-    target = ModelCurve(id=target_id, verify_s=tuple(verify_s), step_s=verify_s[0], method=method,
+                             by_kind=kinds, source=c.source)
+    method = f"endpoint:{served.engine}"
+    target = ModelCurve(id=served.target_id, verify_s=tuple(verify_s), step_s=verify_s[0], method=method,
                         measured_n=(1,) if baseline_measured else ())
-    draft = ModelCurve(id=draft_id, verify_s=(draft_s,), step_s=draft_s, method=method,
+    draft = ModelCurve(id=served.draft_id, verify_s=(draft_s,), step_s=draft_s, method=method,
                        notes=(f"t_d from the measured round time at K = {k}",))
     stamp = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
-    return Profile(device=device, device_name=device_name, backend=engine, dtype=dtype, context=context,
-                   target=target, draft=draft, overhead_s=overhead_s, acceptance=acc,
-                   versions={"engine": engine, "build": build[:200]}, timestamp=stamp,
+    return Profile(device=served.device, device_name=served.device_name, backend=served.engine, dtype=served.dtype,
+                   context=served.context, target=target, draft=draft, overhead_s=costs.overhead_s, acceptance=acc,
+                   versions={"engine": served.engine, "build": served.build[:200]}, timestamp=stamp,
                    notes=(f"measured by planner bench --endpoint at K = {k}", *notes))

@@ -14,18 +14,22 @@ from typing import Any
 
 from .. import engines
 from ..bench import endpoint as E
-from ..bench.endpoint_profile import build_profile, measured_costs, tokens_per_round
+from ..bench.endpoint_profile import Counted, Served, build_profile, measured_costs, tokens_per_round
 from ..bench.http_endpoint import Endpoint, exchange_json, parse_endpoint
 from ..core import paths
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
 from ..core.errors import EndpointError, UsageError
 from ..core.fmt import tabulate
+from ..core.spec import ModelSpec
 from ..core.units import parse_tokens
 from ..drafting import DraftModel
 from ..fits.fit import default_layout
+from ..fits.machine import Machine
 from ..fits.machine_lookup import resolve_machine
 from ..fits.memory import Settings
 from ..plan import recommend as P
+from ..plan.costs import roofline_verify
+from ..plan.request import Pricing, Target, Where, Workload
 from ..plan.roof import roofline_machine
 from ..probe.acceptance import Prompt, load_prompts
 from ..sources import load_spec
@@ -39,6 +43,28 @@ from ._common import emit, say, warn
 LLAMA = E.LLAMA  # --engine's default: the engine whose per-request timings the loop reads best
 KIND_OF_WORKLOAD = {"chat": ("chat",), "code": ("code",), "reasoning": ("math",), "prose": ("prose",),
                     "math": ("math",), "all": ("chat", "code", "math", "prose")}
+
+
+@dataclass(frozen=True)
+class Bench:
+    """One closed-loop bench as the flags set it: the target and draft, the machine, the engine and the build
+    its server reports, the endpoints, context, K, the load (tokens, concurrency, workload, temperature) and
+    the prompts file (None: the bundled prompts)."""
+
+    spec: ModelSpec
+    dspec: ModelSpec
+    machine: Machine
+    engine: str
+    build: str
+    ep: Endpoint
+    bep: Endpoint | None
+    context: int
+    k: int
+    tokens: int
+    concurrency: int
+    workload: str
+    temperature: float
+    prompts: str | None
 
 
 @dataclass(frozen=True)
@@ -90,11 +116,11 @@ def bench_endpoint(target: str, draft: str | None, *, endpoint: str, engine: str
     spec_run = E.run(ep, eng, reqs, tokens=tokens, concurrency=concurrency, temperature=temperature,
                      timeout_s=timeout_s, progress=progress)
     base_tps, base_why = _baseline(ep, bep, eng, reqs, tokens, concurrency, temperature, timeout_s, progress)
-    doc = result_json(target=spec.id, draft=dspec.id, engine=eng, ep=ep, bep=bep, machine=m.name, k=kk,
-                      tokens=tokens, concurrency=concurrency, workload=workload, build=build, run=spec_run,
-                      base_tps=base_tps, base_why=base_why, pred=pred)
+    bench = Bench(spec=spec, dspec=dspec, machine=m, engine=eng, build=build, ep=ep, bep=bep, context=ctx, k=kk,
+                  tokens=tokens, concurrency=concurrency, workload=workload, temperature=temperature, prompts=prompts)
+    doc = result_json(bench, spec_run, base_tps, base_why, pred)
     if save_to:
-        _save(save_to, doc, spec, dspec, m, eng, build, ctx, kk, temperature, spec_run, base_tps, pred, prompts)
+        _save(save_to, doc, bench, spec_run, base_tps, pred)
     if as_json:
         emit(doc)
     else:
@@ -126,14 +152,14 @@ def _predict(spec: Any, target_ref: str, method: DraftModel, m: Any, eng: str, c
 
     def costs_for(meth: Any, s: Settings) -> Costs:  # the roofline, as recommend's default, kept for the profile
         verify = roofline.verify_costs(spec, roof, context=s.context, n_max=k_max + 1, settings=s)
-        c = P.roofline_verify(verify, meth.step_s(roof, s), roof.name, s)
+        c = roofline_verify(verify, meth.step_s(roof, s), roof.name, s)
         seen.setdefault(s.kv_dtype or "auto", c)
         return c
 
     stop = EVERY_ROUND if resolved.confidence_stop else None
-    rec = P.recommend(spec, target_ref if paths.exists(target_ref) else spec.id, m, engine=resolved, context=ctx,
-                      layout=layout, candidates=[method], costs_for=costs_for, k_max=k_max, k_fixed=k,
-                      temperature=temperature, adaptive=stop)
+    rec = P.recommend(Target(spec, target_ref if paths.exists(target_ref) else spec.id, candidates=[method]),
+                      Where(m, resolved, layout=layout), Workload(context=ctx, temperature=temperature),
+                      Pricing(costs_for=costs_for, k_max=k_max, k_fixed=k, adaptive=stop))
     opts = [o for o in rec.plans if o.draft == method.label and o.prediction is not None]
     if not opts:
         raise UsageError(f"Cannot predict {spec.id} with draft {method.label} on {eng}: no plan was priced.")
@@ -193,10 +219,10 @@ def _r(x: float | None, nd: int = 4) -> float | None:
     return None if x is None or not math.isfinite(x) else round(x, nd)
 
 
-def result_json(*, target: str, draft: str, engine: str, ep: Endpoint, bep: Endpoint | None, machine: str, k: int,
-                tokens: int, concurrency: int, workload: str, build: str, run: E.Measured, base_tps: float | None,
-                base_why: str | None, pred: Predicted) -> dict[str, Any]:
+def result_json(b: Bench, run: E.Measured, base_tps: float | None, base_why: str | None,
+                pred: Predicted) -> dict[str, Any]:
     """The `bench --endpoint --json` document (docs/bench.md): measured, predicted and their ratio."""
+    engine, ep, bep, k = b.engine, b.ep, b.bep, b.k
     rate = run.acceptance_rate
     if run.rounds:
         mean_acc, how = run.accepted / run.rounds, f"{engine} counted {run.rounds:.0f} rounds"
@@ -222,15 +248,16 @@ def result_json(*, target: str, draft: str, engine: str, ep: Endpoint, bep: Endp
                  "costs_source": pred.costs.source, "acceptance_source": pred.acceptance_source}
     ratio = {key: _ratio(measured[key], predicted[key]) for key in
              ("tokens_per_s", "baseline_tokens_per_s", "speedup", "acceptance_rate", "mean_accepted_per_round")}
-    return {"target": target, "draft": draft, "engine": engine, "build": build, "endpoint": ep.url,
-            "baseline_endpoint": bep.url if bep else None, "machine": machine, "k": k, "tokens": tokens,
-            "concurrency": concurrency, "workload": workload, "measured": measured, "predicted": predicted,
+    return {"target": b.spec.id, "draft": b.dspec.id, "engine": engine, "build": b.build, "endpoint": ep.url,
+            "baseline_endpoint": bep.url if bep else None, "machine": b.machine.name, "k": k, "tokens": b.tokens,
+            "concurrency": b.concurrency, "workload": b.workload, "measured": measured, "predicted": predicted,
             "ratio": ratio}
 
 
-def _save(path: str, doc: dict, spec: Any, dspec: Any, m: Any, eng: str, build: str, ctx: int, k: int,
-          temperature: float, run: E.Measured, base_tps: float | None, pred: Predicted, prompts: str | None) -> None:
+def _save(path: str, doc: dict, b: Bench, run: E.Measured, base_tps: float | None, pred: Predicted) -> None:
     """--save-profile: what was measured, in the probe's profile format."""
+    spec, dspec, m, eng, build, ctx, k, temperature = (b.spec, b.dspec, b.machine, b.engine, b.build, b.context, b.k,
+                                                       b.temperature)
     rate = run.acceptance_rate
     mean_acc = doc["measured"]["mean_accepted_per_round"]
     if rate is None or mean_acc is None:
@@ -240,14 +267,15 @@ def _save(path: str, doc: dict, spec: Any, dspec: Any, m: Any, eng: str, build: 
     verify, t_d, notes = measured_costs(pred.costs, k=k, baseline_tokens_per_s=base_tps,
                                         spec_tokens_per_s=run.tokens_per_s, tau=tau)
     drafted = run.drafted if run.drafted and run.drafted > 1 else float(run.requests)
-    prof = build_profile(target_id=spec.id, draft_id=dspec.id, engine=eng, build=build, device=m.kind,
-                         device_name=m.display_name, dtype=spec.weights.dominant_dtype or "unknown", context=ctx, k=k,
-                         temperature=temperature, verify_s=verify, draft_s=t_d, overhead_s=pred.costs.overhead_s,
-                         baseline_measured=base_tps is not None, accepted=rate * drafted, drafted=drafted,
-                         requests=run.requests, per_position=run.per_position, by_kind=run.by_kind,
-                         source=f"measured by planner bench --endpoint {doc['endpoint']} ({eng} {build}, "
-                                f"{run.requests} requests, K={k})", notes=notes)
-    save_profile(prof, path, inputs=[x for x in (prompts,) if x])
+    served = Served(target_id=spec.id, draft_id=dspec.id, engine=eng, build=build, device=m.kind,
+                    device_name=m.display_name, dtype=spec.weights.dominant_dtype or "unknown", context=ctx, k=k,
+                    temperature=temperature)
+    counted = Counted(accepted=rate * drafted, drafted=drafted, requests=run.requests, per_position=run.per_position,
+                      by_kind=run.by_kind, source=f"measured by planner bench --endpoint {doc['endpoint']} ({eng} "
+                                                  f"{build}, {run.requests} requests, K={k})")
+    prof = build_profile(served, Costs(tuple(verify), t_d, pred.costs.overhead_s), counted,
+                         baseline_measured=base_tps is not None, notes=notes)
+    save_profile(prof, path, inputs=[x for x in (b.prompts,) if x])
     warn(f"profile written to {path}")
 
 

@@ -19,7 +19,7 @@ from ..core.units import parse_params, parse_tokens
 from ..core.version import __version__
 from ..fits.machine_lookup import get_machine
 from ..plan import fleet as F
-from ..plan import recommend as P
+from ..plan.acceptance_source import parse_acceptance
 from ..render import fleet as R
 from ..render import html
 from ..render.fleet_text import report_text
@@ -77,7 +77,7 @@ def _options(r: MachineReport, machines: list[Any]) -> F.Options:
     engine = None if r.engine.strip().lower() == "auto" else engines.canonical(r.engine)
     return F.Options(context=parse_tokens(r.context), batch=r.batch, engine=engine, kv_dtype=r.kv_dtype,
                      utilization=r.utilization, temperature=r.temperature, max_k=r.max_k,
-                     acceptance=P.parse_acceptance(r.acceptance) if r.acceptance else None, profile=prof)
+                     acceptance=parse_acceptance(r.acceptance) if r.acceptance else None, profile=prof)
 
 
 def _machine_rows(piece: tuple[list[F.Target], Any, F.Options, float | None]) -> list[F.Row]:

@@ -2,33 +2,35 @@
 
 from __future__ import annotations
 
-import re
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any
 
 import typer
 
 from .. import engines
 from ..core import paths
 from ..core.constants import ADAPTIVE_MAX_K, DEFAULT_CONTEXT, DEFAULT_MAX_K
-from ..core.errors import UsageError, one_line
-from ..core.fmt import fmt_bytes
+from ..core.errors import UsageError
 from ..core.units import parse_batches, parse_bytes, parse_tokens
 from ..drafting import DraftModel, make_method
 from ..engines import versions
-from ..engines.base import DRAFT_MODEL, EAGLE3, MethodKind
+from ..engines.base import DRAFT_MODEL, EAGLE3
 from ..fits import fit as fitmod
-from ..fits import memory, search
+from ..fits import search
 from ..fits.fit import default_layout
 from ..fits.machine import measured_json
 from ..fits.machine_lookup import resolve_machine
 from ..fits.memory import Settings
 from ..plan import recommend as P
+from ..plan.acceptance_source import parse_acceptance, profile_acceptance_source
+from ..plan.costs import profile_costs
 from ..plan.drafting_stop import policies_for
+from ..plan.request import Pricing, Target, Where, Workload
 from ..probe.runner import run_synthetic
 from ..probe.settings import ProbeSettings
 from ..render import width
-from ..render.width import command_lines, python_lines, wrap
+from ..render.recommend_text import measured_text, recommendation_text
 from ..sources import load_spec
 from ..speed.acceptance import Acceptance
 from ..speed.adaptive import EVERY_ROUND, Adaptive
@@ -59,6 +61,7 @@ from ._options import (
     WideOpt,
     WorkloadOpt,
 )
+from ._recommend_json import recommendation_json
 
 DraftOpt = Annotated[str | None, typer.Option(
     "--draft", "-d", help="The draft model to plan with (same forms as the target); --candidates for several.")]
@@ -153,7 +156,7 @@ def recommend(
     ctx = parse_tokens(context)
     layout = default_layout(m.n_devices, resolved, tp, pp)
     cands = _given_drafts(spec, draft, head, candidates, kinds, work, draft_weights_dtype)
-    given = P.parse_acceptance(acceptance) if acceptance else None
+    given = parse_acceptance(acceptance) if acceptance else None
     policy = Adaptive(draft_p_min, draft_min) if draft_p_min is not None else None
     if policy is None and k is not None:
         policy = EVERY_ROUND  # --k alone fixes K: every round drafts K (llama.cpp: --spec-draft-p-min 0)
@@ -174,26 +177,28 @@ def recommend(
         prof = _profile(profile, spec, cands, m, ctx, max_k) if profile else _probe_now(spec, cands, ctx, max_k)
         _warn_backend(prof, eng, weights_dtype or spec.weights.dominant_dtype)
         roof = P.roofline_machine(m, layout, resolved) if m.bandwidth_bytes_per_s else None
-        costs_for = P.profile_costs(prof, spec, roof, origin=profile)
+        costs_for = profile_costs(prof, spec, roof, origin=profile)
         k_cap = min(max_k, len(prof.target.verify_s) - 1)
         if prof.acceptance is not None and prof.draft is not None:
             a = prof.acceptance
             lo, hi = max(0.0, a.alpha - 2 * a.alpha_std), min(1.0, a.alpha + 2 * a.alpha_std)
             measured = {prof.draft.id: Acceptance(a.alpha, lo, hi, given=f"alpha = {a.alpha:.3f} (measured)",
-                                                  source=P.profile_acceptance_source(a, profile))}
+                                                  source=profile_acceptance_source(a, profile))}
     ref = target if _is_path(target) else spec.id  # launch commands name the model, not our alias
-    plan = dict(context=ctx, layout=layout, kv_dtypes=[kv_dtype] if kv_dtype else None, utilization=utilization,
-                weights_dtype=weights_dtype)
+    # what is asked, settled here at the edge (plan/request.py); the plan takes them whole
+    asked = Target(spec, ref, candidates=cands, methods=kinds, weights_dtype=weights_dtype,
+                   draft_weights_dtype=draft_weights_dtype)
+    where = Where(m, resolved, layout=layout, utilization=utilization, kv_dtypes=[kv_dtype] if kv_dtype else None)
+    load = Workload(context=ctx, batch=batch, batches=batches, prompts=work, temperature=temperature)
+    pricing = Pricing(costs_for=costs_for, given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
+                      k_fixed=k, adaptive=policy)
 
-    def run(**asked: Any) -> Any:
-        with versions.selected(built):
-            return P.recommend(spec, ref, m, engine=resolved, batch=batch, candidates=cands, costs_for=costs_for,
-                               given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
-                               temperature=temperature, k_fixed=k, draft_weights_dtype=draft_weights_dtype,
-                               batches=batches, workload=work, methods=kinds, adaptive=policy, **asked)
-    rec = run(**plan)
+    def run(asked: Target, where: Where, load: Workload) -> P.Recommendation:
+        with versions.selected(built):  # the engine build the costs are priced for
+            return P.recommend(asked, where, load, pricing)
+    rec = run(asked, where, load)
     if not rec.baseline_fits:
-        rec = _with_cheapest_fit(rec, run, plan, spec, m, eng, batch)
+        rec = _with_cheapest_fit(rec, run, asked, where, load)
     if as_json:
         emit({**recommendation_json(rec), **({"machine_measured": measured_json(m)} if m.measured else {})})
     else:
@@ -233,23 +238,26 @@ def _given_drafts(spec: Any, draft: str | None, head: str | None, candidates: st
     return out
 
 
-def _with_cheapest_fit(rec: Any, run: Any, plan: dict[str, Any], spec: Any, m: Any, eng: str, batch: int) -> Any:
+def _with_cheapest_fit(rec: P.Recommendation, run: Callable[[Target, Where, Workload], P.Recommendation],
+                       asked: Target, where: Where, load: Workload) -> P.Recommendation:
     """The target does not fit as asked: plan again with the cheapest combination of changes that fits
     the target alone (fits/search.py), or say that none does. Partial offload is left to `planner fit`
     (the speed model prices weights at device bandwidth)."""
-    s = Settings(context=plan["context"], batch=batch, resolved_engine=engines.get(eng),
-                 weights_dtype=plan["weights_dtype"],
-                 kv_dtype=(plan["kv_dtypes"] or [None])[0])
-    combos = [c for c in search.search(fitmod.Problem(spec, m, s, plan["layout"], utilization=plan["utilization"]))
+    s = Settings(context=load.context, batch=load.batch, resolved_engine=where.engine,
+                 weights_dtype=asked.weights_dtype, kv_dtype=(where.kv_dtypes or [None])[0])
+    layout = where.layout or default_layout(where.machine.n_devices, where.engine)
+    combos = [c for c in search.search(fitmod.Problem(asked.spec, where.machine, s, layout,
+                                                      utilization=where.utilization))
               if c.problem.layout.gpu_layers is None and not c.problem.layout.cpu_moe_layers]
     if not combos:
         return replace(rec, notes=(*rec.notes, "no combination of weights, KV, utilisation, context and tp/pp "
                                                 "fits the target on this machine: see 'planner fit'"))
     c = combos[0]
     q = c.problem
-    new = run(context=q.settings.context, layout=q.layout, utilization=q.utilization,
-              weights_dtype=q.settings.weights_dtype,
-              kv_dtypes=[q.settings.kv_dtype] if q.settings.kv_dtype else plan["kv_dtypes"])
+    new = run(replace(asked, weights_dtype=q.settings.weights_dtype),
+              replace(where, layout=q.layout, utilization=q.utilization,
+                      kv_dtypes=[q.settings.kv_dtype] if q.settings.kv_dtype else where.kv_dtypes),
+              replace(load, context=q.settings.context))
     what = " + ".join(w for w, _ in c.changes)
     flags = " ".join(f for _, f in c.changes)
     return replace(new, notes=(f"the target does not fit as asked: planned with the cheapest combination that "
@@ -293,225 +301,3 @@ def _probe_now(spec: Any, cands: Any, ctx: int, k_max: int) -> Any:
     warn(f"probing {spec.id}" + (f" and {draft.id}" if draft else "") + " on this machine (synthetic, "
          "default budget); other drafts' steps are scaled from the roofline")
     return run_synthetic(spec, draft, ProbeSettings(context=ctx, max_k=k_max))
-
-
-def method_kind(o: Any) -> str:
-    """The plan's drafting method ("none": plain decoding)."""
-    return o.method.kind if o.method is not None else "none"
-
-
-def draft_weights_bytes(o: Any) -> int:
-    """Weight bytes the method keeps resident beside the target (0: n-gram, early exit, plain decoding)."""
-    p = o.problem
-    if p is None or p.draft is None:
-        return 0
-    return memory.weights(p.draft, p.draft_settings or p.settings)[0]
-
-
-def option_json(o: Any) -> dict[str, Any]:
-    a = o.acceptance
-    return {"method": method_kind(o), "draft": o.draft, "draft_ref": o.draft_ref,
-            "draft_weights_bytes": draft_weights_bytes(o), "k": o.k, "kv_dtype": o.kv_dtype,
-            "speedup": round(o.speedup, 4), "speedup_interval": [round(x, 4) for x in o.speedup_interval],
-            "verdict": o.verdict, "fits": o.fits, "headroom_bytes": o.headroom_bytes, "compatible": o.compatible,
-            "fallback": o.fallback, "reasons": list(o.reasons),
-            "acceptance": None if a is None else {"alpha": a.alpha, "low": a.low, "high": a.high, "given": a.given,
-                                                  "source": a.source,
-                                                  **({"decay": {"depth": a.decay.depth, "factor": a.decay.factor,
-                                                                "source": a.decay.source}} if a.decay else {})},
-            "costs_source": o.costs_source,
-            "baseline_tokens_per_s": round(o.baseline_tokens_per_s, 3) if o.baseline_tokens_per_s else None,
-            **({"per_batch": [batch_json(p) for p in o.per_batch], "crossover_batch": o.crossover_batch}
-               if o.per_batch else {}),
-            "break_even_alpha": o.prediction.break_even_alpha if o.prediction else None,
-            "speedup_by_k": [round(x, 4) for x in o.prediction.speedup_by_k] if o.prediction else [],
-            # how K drafts: every round (null), or stopping after the first draft token under p_min (llama.cpp)
-            "drafting_stop": ({"p_min": o.stop.p_min, "n_min": o.stop.n_min}
-                              if getattr(o, "stop", None) is not None and o.stop.p_min > 0 else None),
-            "launch": o.launch}
-
-
-def batch_json(p: Any) -> dict[str, Any]:
-    return {"batch": p.batch, "k": p.k, "speedup": round(p.speedup, 4),
-            "speedup_interval": [round(x, 4) for x in p.speedup_interval], "verdict": p.verdict,
-            "tokens_per_s_per_seq": round(p.tokens_per_s_per_seq, 3), "tokens_per_s": round(p.tokens_per_s, 3),
-            "baseline_tokens_per_s": round(p.baseline_tokens_per_s, 3), "fits": p.fits,
-            "headroom_bytes": p.headroom_bytes}
-
-
-def recommendation_json(rec: Any) -> dict[str, Any]:
-    """The `planner recommend --json` schema (docs/recommend.md)."""
-    c = rec.choice
-    return {"target": rec.target, "machine": rec.machine, "engine": rec.engine, "context": rec.context,
-            "batch": rec.batch, "baseline_fits": rec.baseline_fits,
-            "baseline_headroom_bytes": rec.baseline_headroom_bytes,
-            "tokenizer_family": rec.tokenizer_family, "tokenizer_match": rec.tokenizer_match,
-            "plans": [option_json(o) for o in rec.plans],
-            "recommendation": {"method": method_kind(c), "draft": c.draft,
-                               "draft_weights_bytes": draft_weights_bytes(c),
-                               "k": c.k if c.draft else None, "kv_dtype": c.kv_dtype,
-                               "speedup": round(c.speedup, 4), "speedup_interval": list(c.speedup_interval),
-                               "verdict": c.verdict, "reasons": list(c.reasons), "launch": c.launch,
-                               "fits": c.fits, "headroom_bytes": c.headroom_bytes,
-                               "baseline_tokens_per_s": round(c.baseline_tokens_per_s, 3)
-                               if c.baseline_tokens_per_s else None},
-            "notes": list(rec.notes)}
-
-
-SHOWN_PLANS = 3  # rows of the plan table without --all
-
-
-def _speed_cells(o: Any) -> list[str]:
-    """speed-up (interval) and verdict: none for a plan that does not fit or will not run."""
-    if not o.usable:
-        return ["-", "-"]
-    return [f"{o.speedup:.2f}x ({o.speedup_interval[0]:.2f}-{o.speedup_interval[1]:.2f})", o.verdict]
-
-
-def _short(draft: str | None) -> str:
-    return one_line((draft or "-").rpartition("/")[2])  # the org is in the RECOMMENDED line and the JSON
-
-
-def _names(drafts: list[str]) -> str:
-    """Drafts of one row: 'Llama-3.2-1B [-Instruct]' for a base and its instruct tune, else joined."""
-    names = list(dict.fromkeys(_short(d) for d in drafts))
-    if len(names) == 2:
-        a, b = sorted(names, key=len)
-        if b.startswith(a):
-            return f"{a} [{b[len(a):]}]"
-    return " | ".join(names)
-
-
-def _method_cell(o: Any, names: str) -> str:
-    """A draft model's row names the draft; another method's says which method first (eagle3: head)."""
-    kind = method_kind(o)
-    if kind in ("draft_model", "none") or names.startswith(kind):
-        return names
-    short = re.sub(rf"(?i)-?{re.escape(kind)}-?", "-", names).strip("-") or names  # the prefix says it
-    return f"{kind}: {short}"
-
-
-def key_runs(o: Any) -> str:
-    return "yes" if o.compatible and not o.fallback else ("fallback" if o.fallback else "NO")
-
-
-def key_alpha(o: Any) -> str:
-    return f"{o.acceptance.alpha:.2f}" if o.acceptance else "-"
-
-
-def _draft_bytes(o: Any) -> int | None:
-    """The draft's resident weight bytes (equal for a base and its instruct tune), None without a draft."""
-    resident = o.method.resident_model() if o.method is not None else None
-    return resident.weights.resident_bytes if resident is not None else None
-
-
-def plan_rows(plans: Any, limit: int | None) -> tuple[list[list[str]], int]:
-    """Table rows with plans of identical figures collapsed into one (base and instruct drafts of one size,
-    KV types that change no speed figure; the headroom is the first plan's, its range with --wide), in rank
-    order; and how many rows `limit` left out."""
-    groups: dict[tuple, list[Any]] = {}
-    for o in plans:
-        # what differs; a draft's size too, so only a base and its instruct tune of one size share a row
-        # (an unusable 3B and 8B, both "-", once merged into one row under the 3B's headroom)
-        key = (method_kind(o), o.k, *_speed_cells(o), o.fits, key_runs(o), key_alpha(o), _draft_bytes(o))
-        groups.setdefault(key, []).append(o)
-    rows = []
-    for same in groups.values():
-        o = same[0]
-        lo, hi = min(x.headroom_bytes for x in same), max(x.headroom_bytes for x in same)
-        a, b = fmt_bytes(lo).split(" "), fmt_bytes(hi).split(" ")
-        if lo == hi or not o.usable:  # a plan that cannot run: how close the nearest comes
-            head = fmt_bytes(hi)
-        elif not width.is_wide():  # the row's first (ranked) plan; --wide shows the range
-            head = fmt_bytes(o.headroom_bytes)
-        else:
-            head = f"{a[0]}-{b[0]} {a[1]}" if a[1] == b[1] and lo >= 0 else f"{fmt_bytes(lo)} to {fmt_bytes(hi)}"
-        rows.append([_method_cell(o, _names([x.draft for x in same])), "/".join(dict.fromkeys(x.kv_dtype for x in same)), str(o.k),
-                     *_speed_cells(o), "yes" if o.fits else "NO", head, key_runs(o), key_alpha(o)])
-    if limit is None or len(rows) <= limit:
-        return rows, 0
-    return rows[:limit], len(rows) - limit
-
-
-def measured_text(m: Any) -> str | None:
-    """One line for a machine measured on this host: each figure's median and IQR, when, and from which
-    saved profile (None: a catalogued machine, nothing measured)."""
-    if not m.measured:
-        return None
-    figs = ", ".join(f"{k} {s.median / 1e9:.1f} GB/s (IQR {s.q1 / 1e9:.1f}-{s.q3 / 1e9:.1f}, {s.kept} trials)"
-                     if k == "bandwidth" else f"{k} {s.median:.3g}" for k, s in m.measured.items())
-    where = (f"from the saved profile {m.profile_path}" if m.profile_path
-             else "now (save with planner machines detect --save)")
-    return f"measured {figs} at {m.measured_at}, {where}" + (f"; {m.contention}" if m.contention else "")
-
-
-def recommendation_text(rec: Any, machine_label: str | None = None, show_all: bool = False,
-                        measured: str | None = None, explain: bool = True) -> str:
-    """The answer; `explain` False (the default face) keeps it to one screen: the plans, the choice, the
-    launch; where each figure came from, the reasoning and the notes wait behind -v / --explain."""
-    lines = [f"target   {one_line(rec.target)}", *wrap(f"machine  {one_line(machine_label or rec.machine)}   engine {rec.engine}   "
-                                             f"context {rec.context:,}   batch {rec.batch}"),
-             *(wrap(one_line(measured), indent="         ") if measured and explain else ()),
-             *(wrap(f"drafts   tokenizer family {rec.tokenizer_family or '?'} ({rec.tokenizer_match})")
-               if explain else ()), ""]
-    rows, left = plan_rows(rec.plans, None if show_all else SHOWN_PLANS)
-    if rows:
-        lines.append(width.table(rows, ["draft / method", "KV", "K", "speed-up (range)", "verdict", "fits", "headroom",
-                                        "runs", "alpha"], shrink=(0, 3, 6), floor=7, hyphens=True,
-                                        drop=(5,)))  # "fits" is the headroom's sign: the first to go at 80
-        if left and explain:  # the one-screen answer says so on its last line
-            lines.append(f"({left} more plan{'s' if left > 1 else ''}: --all)")
-        if explain:
-            lines += wrap(f"costs: {rec.plans[0].costs_source}; acceptance: {rec.plans[0].acceptance.source}"
-                          if rec.plans[0].acceptance else "")
-        lines.append("")
-    c = rec.choice
-    if c.draft:
-        lines += wrap(f"RECOMMENDED  {method_kind(c)} {c.draft}, K={c.k}, KV {c.kv_dtype}: {c.speedup:.2f}x "
-                      f"({c.speedup_interval[0]:.2f}-{c.speedup_interval[1]:.2f}x), {c.verdict}")
-    else:
-        lines.append("RECOMMENDED  no speculation: plain decoding")
-    lines += [x for r in (c.reasons if explain else ()) for x in wrap(f"- {r}", indent="  ")]
-    if c.baseline_tokens_per_s:  # the figure users hold against their own plain decode first
-        with_plan = f"; with the plan {c.baseline_tokens_per_s * c.speedup:.1f}" if c.draft else ""
-        lines += wrap(f"baseline: plain decoding {c.baseline_tokens_per_s:.1f} tok/s per sequence predicted{with_plan}"
-                      + (" (check the baseline against your own first: the speed-up is relative to it)"
-                         if explain else ""))
-    if c.per_batch:
-        cross = (f"speculation stops paying at {c.crossover_batch} concurrent sequences" if c.crossover_batch
-                 else f"speculation pays up to {c.per_batch[-1].batch} concurrent sequences")
-        lines += wrap("under load: " + ", ".join(f"B={p.batch} {p.speedup:.2f}x (K={p.k})" for p in c.per_batch)
-                      + f"; {cross} (per-sequence scheduler costs not modelled)")
-    lines.append("")
-    for key, value in c.launch.items():
-        if not explain and (key == "note" or (key == "speculative_config" and str(value) in
-                                              str(c.launch.get("command", "")))):
-            continue  # the note waits behind --explain; the config is printed inside the command
-        lines.append(f"{key}:")
-        text = str(value)
-        if key == "command":
-            lines += command_lines(text, indent="  ")
-        elif key == "convert":  # steps run in order before the command: one pasteable command each
-            lines += [x for step in text.split(" && ") for x in command_lines(step, indent="  ")]
-        elif key == "python":
-            lines += [x for line in text.splitlines() for x in python_lines(line, indent="  ")]
-        else:
-            lines += [x for line in text.splitlines() for x in wrap(line, indent="  ")]
-    shown = [n for n in rec.notes if explain or not about_one_method(n)]
-    lines += [x for n in shown for x in wrap(f"note: {one_line(n)}")]
-    if not explain:
-        left = plan_rows(rec.plans, None if show_all else SHOWN_PLANS)[1]
-        lines += wrap(hidden_line(len(rec.notes) - len(shown) + len(c.reasons) + ("note" in c.launch), left))
-    return "\n".join(lines)
-
-
-def about_one_method(note: str) -> bool:
-    """A note on why one drafting method is not offered ("mtp: X ships no MTP layers"): detail for
-    --explain; a note on the whole plan (it does not fit as asked, a caveat on its costs) stays."""
-    return note.split(":", 1)[0] in get_args(MethodKind)
-
-
-def hidden_line(n: int, plans: int) -> str:
-    """What the one-screen answer leaves out, and the flags that print it."""
-    more = f"{plans} more plan{'s' if plans != 1 else ''}: --all; " if plans else ""
-    return f"({more}{n} more note{'s' if n != 1 else ''} and every figure's source: -v / --explain)"

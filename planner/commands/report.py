@@ -72,20 +72,9 @@ MaxParamsOpt = Annotated[str | None, typer.Option("--max-params", help="No TARGE
 CLI_ORIGIN = "command line"
 
 
-def _cli_scenarios(target: str, *, draft: str | None, machines: list[str], gpu_memory: str | None,
-                   gpus: int | None, tp: int | None, pp: int | None, utilization: float | None, context: str,
-                   batch: int, engine: str, kv_dtype: str | None, weights_dtype: str | None, profile: str | None,
-                   acceptance: str | None, k: int | None, max_k: int, temperature: float,
-                   method: str | None = None) -> list[Any]:
-    """One Deployment from the flags, judged like a policy entry on each machine."""
-    if k is not None and k > max_k:
-        raise UsageError(f"Cannot use --k {k} with --max-k {max_k}: expected K <= --max-k.")
-    gm = parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None
-    names = tuple(machines) or (() if gm is not None else ("auto",))
-    base = Deployment(name=target, target=target, draft=draft, context=parse_tokens(context), batch=batch,
-                      kv_dtype=kv_dtype, weights_dtype=weights_dtype, machines=names, gpu_memory_bytes=gm, gpus=gpus,
-                      tp=tp, pp=pp, utilization=utilization, k=k, acceptance=acceptance, temperature=temperature,
-                      profile=profile, max_k=max_k, method=method)
+def _cli_scenarios(base: Deployment, engine: str) -> list[Any]:
+    """The deployment the flags describe, judged like a policy entry on each of its machines (`--engine auto`
+    picked per machine kind)."""
     cache: dict[str, Any] = {}
     out = []
     for m in C.machines_for(base, origin=CLI_ORIGIN):
@@ -206,10 +195,17 @@ def report(
                                    base=Path(policy.path).parent, cache=cache, origin=policy.path)
         source, inputs = f"policy {policy.path}", [policy.path]
     else:
-        scs = _cli_scenarios(target, draft=draft, machines=split_values(machine), gpu_memory=gpu_memory, gpus=gpus, tp=tp,
-                             pp=pp, utilization=utilization, context=context, batch=batch, engine=engine,
-                             kv_dtype=kv_dtype, weights_dtype=weights_dtype, profile=profile, acceptance=acceptance,
-                             k=k, max_k=max_k, temperature=temperature, method=method_kind)
+        if k is not None and k > max_k:
+            raise UsageError(f"Cannot use --k {k} with --max-k {max_k}: expected K <= --max-k.")
+        gm = parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None
+        # the flags as one Deployment (a policy entry of one), built here at the edge
+        base = Deployment(name=target, target=target, draft=draft, context=parse_tokens(context), batch=batch,
+                          kv_dtype=kv_dtype, weights_dtype=weights_dtype,
+                          machines=tuple(split_values(machine)) or (() if gm is not None else ("auto",)),
+                          gpu_memory_bytes=gm, gpus=gpus, tp=tp, pp=pp, utilization=utilization, k=k,
+                          acceptance=acceptance, temperature=temperature, profile=profile, max_k=max_k,
+                          method=method_kind)
+        scs = _cli_scenarios(base, engine)
         source, inputs = "command line", []
     inputs += [p for sc in scs for p in (sc.profile_path, sc.target_ref, sc.draft_ref)
                if p and paths.exists(p)]

@@ -3,7 +3,7 @@
 Why its own module: `planner check` judges an `Assessment` against requirements and
 `planner report` renders the same one per machine, so both read the figures built here from
 the existing composers: fit.evaluate for memory, the drafting method's compatibility for the
-engine verdict, plan.roofline_costs / plan.profile_costs + plan.acceptance_for + speed.predict
+engine verdict, roofline_costs / profile_costs + acceptance_for + speed.predict
 for speed. Nothing here judges, prints or formats units.
 """
 
@@ -25,6 +25,8 @@ from ..speed.adaptive_predict import predict_plan
 from ..speed.model import Costs
 from . import load
 from . import recommend as plan
+from .acceptance_source import acceptance_for, profile_acceptance_source
+from .costs import profile_costs, roofline_costs
 from .drafting_stop import policies_for
 from .machine_spread import spread_costs, widen_by_machine
 from .scenario import Scenario
@@ -93,13 +95,13 @@ def measured_acceptance(profile: object | None, method: DraftingMethod, origin: 
         return None
     lo, hi = max(0.0, a.alpha - 2 * a.alpha_std), min(1.0, a.alpha + 2 * a.alpha_std)
     return acc.Acceptance(a.alpha, lo, hi, given=f"alpha = {a.alpha:.3f} (measured)",
-                          source=plan.profile_acceptance_source(a, origin))
+                          source=profile_acceptance_source(a, origin))
 
 
 def scenario_acceptance(sc: Scenario, compat: Compatibility) -> acc.Acceptance:
     """The scenario's acceptance: its profile's measurement > the policy's `acceptance` > the method's prior
     (capped by a vocabulary translation's published acceptance when the engine needs one)."""
-    return plan.acceptance_for(sc.target, sc.method, given=sc.given_acceptance,
+    return acceptance_for(sc.target, sc.method, given=sc.given_acceptance,
                                measured=measured_acceptance(sc.profile, sc.method, sc.profile_path),
                                tli=compat.tli_alpha)
 
@@ -117,7 +119,7 @@ def costs_for(sc: Scenario) -> tuple[Callable[[DraftingMethod, Settings], plan.C
     k_max = d.k or d.max_k
     roof = plan.roofline_machine(m, sc.layout, sc.settings.resolved_engine) if m.bandwidth_bytes_per_s else None
     if sc.profile is not None:
-        return plan.profile_costs(sc.profile, sc.target, roof), min(k_max, sc.profile.max_k)
+        return profile_costs(sc.profile, sc.target, roof), min(k_max, sc.profile.max_k)
     if roof is None:
         raise MachineError(f"no speed figure for '{sc.label}': the machine has no memory-bandwidth figure and the "
                            f"deployment names no profile. Set profile = \"probe.json\" (from 'planner probe') or "
@@ -126,8 +128,8 @@ def costs_for(sc: Scenario) -> tuple[Callable[[DraftingMethod, Settings], plan.C
     ends = plan.measured_ends(m, sc.layout, sc.settings.resolved_engine)  # a measured machine's spread (else None)
 
     def roofline(method: DraftingMethod, s: Settings) -> plan.Costs:
-        return spread_costs(plan.roofline_costs(sc.target, method, roof, s, k_max), ends,
-                            lambda r: plan.roofline_costs(sc.target, method, r, s, k_max))
+        return spread_costs(roofline_costs(sc.target, method, roof, s, k_max), ends,
+                            lambda r: roofline_costs(sc.target, method, r, s, k_max))
     return roofline, k_max
 
 
@@ -201,7 +203,7 @@ def load_curve(sc: Scenario, peak: int) -> tuple[load.BatchPoint, ...]:
 
     def at(b: int) -> load.BatchPoint:
         s = replace(sc.settings, batch=b)
-        return load.batch_point(b, problem, plan.roofline_costs(sc.target, sc.method, roof, s, k_max), alpha,
+        return load.batch_point(b, problem, roofline_costs(sc.target, sc.method, roof, s, k_max), alpha,
                                 k_max, k_fixed=d.k, adaptive=policy)
     return load.batch_curve(batches, at)
 

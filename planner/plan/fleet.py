@@ -37,6 +37,9 @@ from ..speed import acceptance as acc
 from ..speed import roofline
 from ..speed.profile import Profile
 from . import recommend as P
+from . import request
+from .acceptance_source import profile_acceptance_source
+from .costs import profile_costs
 
 
 @dataclass(frozen=True)
@@ -202,8 +205,8 @@ def _profile_inputs(t: Target, m: Machine, o: Options, layout: fit.Layout, engin
         a = prof.acceptance
         lo, hi = max(0.0, a.alpha - 2 * a.alpha_std), min(1.0, a.alpha + 2 * a.alpha_std)
         measured = {prof.draft.id: acc.Acceptance(a.alpha, lo, hi, given=f"alpha = {a.alpha:.3f} (measured)",
-                                                  source=P.profile_acceptance_source(a, None))}
-    return P.profile_costs(prof, t.spec, roof), measured, min(o.max_k, prof.max_k), "profile (measured)"
+                                                  source=profile_acceptance_source(a, None))}
+    return profile_costs(prof, t.spec, roof), measured, min(o.max_k, prof.max_k), "profile (measured)"
 
 
 def row(t: Target, m: Machine, o: Options) -> Row:
@@ -223,10 +226,12 @@ def row(t: Target, m: Machine, o: Options) -> Row:
         plain = _plain(t, m, o, engine, layout, wd)
     costs_for, measured, k_max, costs = _profile_inputs(t, m, o, layout, engine)
     try:
-        rec = P.recommend(t.spec, t.launch_ref, m, engine=engine, context=o.context, batch=o.batch, layout=layout,
-                          costs_for=costs_for, given_acceptance=o.acceptance, measured_acceptance=measured,
-                          k_max=k_max, kv_dtypes=[o.kv_dtype] if o.kv_dtype else None, utilization=o.utilization,
-                          temperature=o.temperature, weights_dtype=wd)
+        rec = P.recommend(request.Target(t.spec, t.launch_ref, weights_dtype=wd),
+                          request.Where(m, engine, layout=layout, utilization=o.utilization,
+                                        kv_dtypes=[o.kv_dtype] if o.kv_dtype else None),
+                          request.Workload(context=o.context, batch=o.batch, temperature=o.temperature),
+                          request.Pricing(costs_for=costs_for, given_acceptance=o.acceptance,
+                                          measured_acceptance=measured, k_max=k_max))
     except (MachineError, UsageError) as e:
         h = fit.headroom(plain)
         mc, limit = fit.max_context(plain) if h >= 0 else (0, "memory")

@@ -42,7 +42,7 @@ from ..core.units import parse_bytes, parse_tokens
 from ..drafting import METHODS
 from ..drafting.priors import WORKLOADS
 from ..fits.memory import kv_format
-from .recommend import parse_acceptance
+from .acceptance_source import parse_acceptance
 
 # A deployment without an engine runs what `--engine auto` picks on each of its machines (engines.default_engine:
 # llama.cpp for a GGUF target, vLLM on GPUs, llama.cpp on Apple silicon and CPUs), as fit and recommend do.

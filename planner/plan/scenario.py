@@ -26,7 +26,7 @@ from ..sources import load_spec
 from ..speed import acceptance as acc
 from ..speed.profile import Profile
 from ..speed.profile_file import load_profile
-from . import recommend as plan
+from .acceptance_source import parse_acceptance
 from .policy import AUTO_ENGINE, Deployment
 
 
@@ -113,7 +113,7 @@ def given_acceptance(d: Deployment, origin: str) -> acc.Acceptance | None:
     if d.acceptance is None:
         return None
     text = d.acceptance if isinstance(d.acceptance, str) else repr(float(d.acceptance))
-    a = plan.parse_acceptance(text)
+    a = parse_acceptance(text)
     return replace(a, source=f"given ({origin} acceptance)")
 
 

@@ -20,6 +20,7 @@ from ..plan.assess import Assessment, assess, costs_for, load_curve, measured_ac
 from ..plan.check import MIN_SPEEDUP, SKIP, Result
 from ..plan.check import judge as judge_results
 from ..plan.load import BatchPoint
+from ..plan.request import Pricing, Target, Where, Workload
 from ..plan.scenario import Scenario
 from ..sources import load_spec
 from ..speed import roofline
@@ -38,13 +39,14 @@ def recommend_for(sc: Scenario) -> tuple[plan.Recommendation | None, str | None]
         cost_fn, k_top = costs_for(sc)
         cands = [sc.method] if sc.method else None
         measured = measured_acceptance(sc.profile, sc.method) if sc.method else None
-        rec = plan.recommend(sc.target, _launch_ref(sc), sc.machine, engine=sc.settings.resolved_engine,
-                             context=sc.settings.context, batch=sc.settings.batch, layout=sc.layout,
-                             candidates=cands, costs_for=cost_fn, given_acceptance=sc.given_acceptance,
-                             measured_acceptance={sc.method.label: measured} if measured else None, k_max=k_top,
-                             kv_dtypes=[d.kv_dtype] if d.kv_dtype else None, utilization=d.utilization,
-                             temperature=d.temperature, weights_dtype=sc.settings.weights_dtype, k_fixed=d.k,
-                             adaptive=EVERY_ROUND if d.k is not None else None)
+        rec = plan.recommend(
+            Target(sc.target, _launch_ref(sc), candidates=cands, weights_dtype=sc.settings.weights_dtype),
+            Where(sc.machine, sc.settings.resolved_engine, layout=sc.layout, utilization=d.utilization,
+                  kv_dtypes=[d.kv_dtype] if d.kv_dtype else None),
+            Workload(context=sc.settings.context, batch=sc.settings.batch, temperature=d.temperature),
+            Pricing(costs_for=cost_fn, given_acceptance=sc.given_acceptance,
+                    measured_acceptance={sc.method.label: measured} if measured else None, k_max=k_top, k_fixed=d.k,
+                    adaptive=EVERY_ROUND if d.k is not None else None))
     except (MachineError, UsageError) as e:
         return None, str(e)
     return rec, None

@@ -38,7 +38,8 @@ from ..core.constants import (
 )
 from ..core.errors import ConfigError, UsageError
 from ..core.jsonio import is_finite_number, read_json
-from .model import Acceptance, alpha_for_expected, bisect_increasing, expected_accepted
+from .model import Acceptance
+from .rounds import alpha_for_expected, bisect_increasing, expected_accepted
 
 ALPHA, GREEDY_MATCH, ACCEPTED_PER_DRAFTED, TAU = "alpha", "greedy_match", "accepted_per_drafted", "tau"
 CONVENTIONS = (ALPHA, GREEDY_MATCH, ACCEPTED_PER_DRAFTED, TAU)

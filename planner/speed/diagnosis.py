@@ -11,18 +11,18 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..core import constants
-from . import model as speed
+from . import rounds
 from .profile import Finding, MeasuredAcceptance, ModelCurve
 
 
 def verify_slope(verify_s: Sequence[float], n: int | None = None) -> float:
-    """Extra cost per extra token, in target steps (speed.verify_slope); `n` defaults to the longest point.
+    """Extra cost per extra token, in target steps (speed/rounds.verify_slope); `n` defaults to the longest point.
 
     0 = flat (n tokens cost one step: memory-bound, batch-parallel), 1 = n tokens cost n steps
     (verification degenerates to sequential decoding).
     """
     n = n or len(verify_s)
-    return speed.verify_slope(verify_s, n) if n >= 2 else 0.0
+    return rounds.verify_slope(verify_s, n) if n >= 2 else 0.0
 
 
 def draft_ratio(step_s: float, target_step_s: float) -> float:
@@ -31,19 +31,19 @@ def draft_ratio(step_s: float, target_step_s: float) -> float:
 
 
 def expected_tokens(alpha: float, k: int) -> float:
-    """E(K), tokens per round incl. the bonus token: speed.expected_accepted (Leviathan 2023)."""
-    return speed.expected_accepted(min(alpha, 1.0), k)
+    """E(K), tokens per round incl. the bonus token: speed/rounds.expected_accepted (Leviathan 2023)."""
+    return rounds.expected_accepted(min(alpha, 1.0), k)
 
 
 def expected_tokens_positional(per_position: Sequence[float], k: int) -> float:
     """E(K) = 1 + sum_{j<=K} prod_{i<=j} a_i from per-position acceptance (positions past the list: 0)."""
-    return speed.expected_accepted(list(per_position[:k]), min(k, len(per_position)))
+    return rounds.expected_accepted(list(per_position[:k]), min(k, len(per_position)))
 
 
 def round_speedup(verify_s: Sequence[float], step_s: float, overhead_s: float, k: int,
                   tokens: float) -> float:
-    """speedup(K) = E(K) * t_v(1) / t_round(K), with t_round from speed.round_time_s."""
-    return tokens * verify_s[0] / speed.round_time_s(k, verify_s, step_s, overhead_s)
+    """speedup(K) = E(K) * t_v(1) / t_round(K), with t_round from speed/rounds.round_time_s."""
+    return tokens * verify_s[0] / rounds.round_time_s(k, verify_s, step_s, overhead_s)
 
 
 def best_speedup(verify_s: Sequence[float], step_s: float, overhead_s: float, *,

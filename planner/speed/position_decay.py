@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 from ..core.calibration import ANY, get
 from ..core.errors import UsageError
-from .model import bisect_increasing, expected_accepted
+from .rounds import bisect_increasing, expected_accepted
 
 TERM = "mtp.reused_layer_decay"
 
