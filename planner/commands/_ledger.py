@@ -23,9 +23,10 @@ from ..core.units import parse_bytes, parse_tokens
 from ..fits import memory as mem
 from ..fits.budget import overhead_for
 from ..fits.machine_detect import host_kind
+from ..render import sweep, width
 from ..render import text as report
-from ..render import width
 from ..sources import load_spec
+from ..sources.gguf_variants import gguf_folder, variants
 from ._fastcli import FastCommand, Opt
 from ._output import emit, engine_for, say, warn
 
@@ -43,12 +44,12 @@ def run(model: str, *, draft: str | None, method_kind: str | None, context: str,
     Every option is given: the typer face passes its parameters, the fast path `DEFAULTS` under what argv set.
     """
     width.set_wide(wide)
-    folder = _gguf_folder(model) if paths.is_dir(model) else None  # a folder of GGUF variants: list them
+    folder = gguf_folder(model) if paths.is_dir(model) else None  # a folder of GGUF variants: list them
     if folder is None:
         try:
             target = load_spec(model, revision=revision)
         except PlannerError:
-            folder = _gguf_folder(model)  # a Hugging Face GGUF repo in the local cache (no config.json to plan)
+            folder = gguf_folder(model)  # a Hugging Face GGUF repo in the local cache (no config.json to plan)
             if folder is None:
                 raise
     if folder is not None:
@@ -71,8 +72,6 @@ def run(model: str, *, draft: str | None, method_kind: str | None, context: str,
                             else None)
     warnings = [f"{s.id}: {w}" for s in (target, dspec) if s for w in s.warnings]
     if len(dtypes) > 1:  # a sweep: one ledger per format, one table (#31 item 12)
-        from ..render import sweep
-
         ledgers = [_one(target, replace(settings, weights_dtype=d), dspec, kind) for d in dtypes]
         if as_json:
             emit(sweep.sweep_json(ledgers, dtypes, warnings))
@@ -99,17 +98,8 @@ def _one(target: ModelSpec, settings: mem.Settings, dspec: ModelSpec | None, kin
     return ledger
 
 
-def _gguf_folder(model: str) -> Path | None:
-    from ..sources.gguf_variants import gguf_folder  # start-up: only a folder or a failed load asks
-
-    return gguf_folder(model)
-
-
 def _variants(folder: Path, context: int, batch: int, engine: str, kv_dtype: str | None, as_json: bool) -> None:
     """One row per GGUF variant of `folder` (sources/gguf_variants.py): size on disk and the ledger."""
-    from ..render import sweep
-    from ..sources.gguf_variants import variants
-
     found = variants(folder)
     specs = [load_spec(str(v.path)) for v in found]
     kind = host_kind()
