@@ -56,7 +56,7 @@ def test_a_model_whose_heads_do_not_split_over_every_gpu_runs_on_fewer():
     """SmolLM2-135M has 9 attention heads: vLLM on 2 GPUs cannot shard them, so the row is tp 1 (not a failed report)."""
     m, t = get_machine("2x-rtx-4090"), F.target("HuggingFaceTB/SmolLM2-135M")
     assert fit.heads_refuse_tp(t.spec, 2, engines.get("vllm"))
-    row = F.row(t, m, F.Options(context=4096, engine="vllm"))
+    row = F.row(t, m, F.Options(context=4096, engine=engines.get("vllm")))
     one = fit.Problem(t.spec, m, Settings(context=4096, batch=1, resolved_engine=engines.get("vllm"), spec_tokens=0),
                       fit.default_layout(2, engines.get("vllm"), tp=1, pp=1))
     assert row.error is None and row.fits

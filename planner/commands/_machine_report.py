@@ -74,7 +74,8 @@ def _options(r: MachineReport, machines: list[Any]) -> F.Options:
     if prof is not None and not any(m.origin == "detected" for m in machines):
         raise UsageError(f"Cannot use --profile '{r.profile}' here: a profile measures this machine, so it needs "
                          f"--machine auto (other machines are priced from their catalog figures).")
-    engine = None if r.engine.strip().lower() == "auto" else engines.canonical(r.engine)
+    # the engine, resolved once here (auto: None, picked per machine kind by the registry when each row is made)
+    engine = None if r.engine.strip().lower() == "auto" else engines.get(r.engine)
     return F.Options(context=parse_tokens(r.context), batch=r.batch, engine=engine, kv_dtype=r.kv_dtype,
                      utilization=r.utilization, temperature=r.temperature, max_k=r.max_k,
                      acceptance=parse_acceptance(r.acceptance) if r.acceptance else None, profile=prof)

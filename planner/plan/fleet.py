@@ -62,7 +62,7 @@ class Options:
 
     context: int
     batch: int = 1
-    engine: str | None = None  # None: the machine's default engine (engines.default_engine)
+    engine: Engine | None = None  # resolved at the edge; None: each machine's default (engines.resolve by kind)
     kv_dtype: str | None = None
     utilization: float | None = None
     temperature: float = 0.0
@@ -161,7 +161,8 @@ def matches(t: Target, *, families: Sequence[str] = (), max_params: int | None =
 # --- one row ---------------------------------------------------------------------------------
 
 def _engine(o: Options, m: Machine, spec: ModelSpec) -> Engine:
-    return engines.resolve(o.engine, m.kind, gguf=spec.source == "gguf")
+    """The engine the flags named, else `--engine auto`'s pick for this machine and target (the registry's)."""
+    return o.engine if o.engine is not None else engines.resolve(None, m.kind, gguf=spec.source == "gguf")
 
 
 def _plain(t: Target, m: Machine, o: Options, engine: Engine, layout: fit.Layout, wd: str | None) -> fit.Problem:
