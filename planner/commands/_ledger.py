@@ -89,7 +89,7 @@ def run(model: str, *, draft: str | None, method_kind: str | None, context: str,
     say(report.ledger_table(ledger))
 
 
-def _one(target: ModelSpec, settings: mem.Settings, dspec: ModelSpec | None, kind: str) -> mem.Ledger:
+def _one(target: ModelSpec, settings: mem.Settings, dspec: ModelSpec | None, kind: str | None) -> mem.Ledger:
     """The ledger of one setting; on Metal or a CPU host the overhead is the host's (no CUDA context)."""
     ledger = mem.ledger(target, settings, dspec)
     if kind in ("apple", "cpu") and settings.overhead_bytes is None:
