@@ -151,7 +151,7 @@ class WeightInventory:
         object.__setattr__(self, "bytes_by_group", _frozen(by_group))
         object.__setattr__(self, "resident_bytes", sum(by_dtype.values()))
 
-    @property
+    @cached_property  # the inventory is frozen: a fleet report asks this ~27k times per machine
     def dominant_dtype(self) -> str:
         return max(self.bytes_by_dtype.items(), key=lambda kv: kv[1])[0] if self.bytes_by_dtype else "BF16"
 
