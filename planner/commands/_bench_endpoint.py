@@ -134,11 +134,10 @@ def _predict(spec: Any, target_ref: str, method: DraftModel, m: Any, eng: str, c
     rec = P.recommend(spec, target_ref if paths.exists(target_ref) else spec.id, m, engine=resolved, context=ctx,
                       layout=layout, candidates=[method], costs_for=costs_for, k_max=k_max, k_fixed=k,
                       temperature=temperature, adaptive=stop)
-    opts = [o for o in rec.plans if o.draft == method.label and o.prediction is not None]
+    opts = [(o, o.prediction) for o in rec.plans if o.draft == method.label and o.prediction is not None]
     if not opts:
         raise UsageError(f"Cannot predict {spec.id} with draft {method.label} on {eng}: no plan was priced.")
-    o = opts[0]
-    pr = o.prediction
+    o, pr = opts[0]
     kk = o.k
     alpha = o.acceptance.alpha if o.acceptance is not None else float("nan")
     costs = seen.get(o.kv_dtype, next(iter(seen.values())))
@@ -198,7 +197,7 @@ def result_json(*, target: str, draft: str, engine: str, ep: Endpoint, bep: Endp
                 base_why: str | None, pred: Predicted) -> dict[str, Any]:
     """The `bench --endpoint --json` document (docs/bench.md): measured, predicted and their ratio."""
     rate = run.acceptance_rate
-    if run.rounds:
+    if run.rounds and run.accepted is not None:  # both counters come from the same /metrics scrape
         mean_acc, how = run.accepted / run.rounds, f"{engine} counted {run.rounds:.0f} rounds"
     elif run.length_gauge is not None:
         mean_acc, how = run.length_gauge - 1.0, "sglang:spec_accept_length - 1 (the last batch)"
@@ -220,8 +219,12 @@ def result_json(*, target: str, draft: str, engine: str, ep: Endpoint, bep: Endp
                  "speedup": _r(pred.speedup), "acceptance_rate": _r(pred.acceptance_rate),
                  "mean_accepted_per_round": _r(pred.mean_accepted_per_round), "alpha": _r(pred.alpha),
                  "costs_source": pred.costs.source, "acceptance_source": pred.acceptance_source}
-    ratio = {key: _ratio(measured[key], predicted[key]) for key in
-             ("tokens_per_s", "baseline_tokens_per_s", "speedup", "acceptance_rate", "mean_accepted_per_round")}
+    both: tuple[tuple[str, float | None, float | None], ...] = (
+        ("tokens_per_s", run.tokens_per_s, pred.tokens_per_s),
+        ("baseline_tokens_per_s", base_tps, pred.baseline_tokens_per_s), ("speedup", speedup, pred.speedup),
+        ("acceptance_rate", rate, pred.acceptance_rate),
+        ("mean_accepted_per_round", mean_acc, pred.mean_accepted_per_round))
+    ratio = {key: _ratio(_r(mv), _r(pv)) for key, mv, pv in both}  # of the rounded figures shown above
     return {"target": target, "draft": draft, "engine": engine, "build": build, "endpoint": ep.url,
             "baseline_endpoint": bep.url if bep else None, "machine": machine, "k": k, "tokens": tokens,
             "concurrency": concurrency, "workload": workload, "measured": measured, "predicted": predicted,

@@ -79,8 +79,8 @@ def memory(
     warnings = [f"{s.id}: {w}" for s in (target, dspec) if s for w in s.warnings]
     ledger = mem.ledger(target, settings, dspec)
     if kind in ("apple", "cpu") and settings.overhead_bytes is None:
-        overhead, src = overhead_for(kind, settings)
-        ledger = replace(ledger, overhead_bytes=overhead, overhead_source=f"{src}: this host has no GPU")
+        host_overhead, src = overhead_for(kind, settings)
+        ledger = replace(ledger, overhead_bytes=host_overhead, overhead_source=f"{src}: this host has no GPU")
     if as_json:
         emit(report.ledger_json(ledger, warnings))
         return
