@@ -8,7 +8,7 @@ commands/bench.py but the command name; it never imports torch.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,9 +20,11 @@ from ..core import paths
 from ..core.constants import DEFAULT_CONTEXT, DEFAULT_MAX_K
 from ..core.errors import EndpointError, UsageError
 from ..core.fmt import tabulate
+from ..core.spec import ModelSpec
 from ..core.units import parse_tokens
-from ..drafting import DraftModel
+from ..drafting import DraftingMethod, DraftModel
 from ..fits.fit import default_layout
+from ..fits.machine import Machine
 from ..fits.machine_lookup import resolve_machine
 from ..fits.memory import Settings
 from ..plan import recommend as P
@@ -115,7 +117,7 @@ def _requests(plist: Sequence[Prompt], workload: str, n: int, *, custom: bool) -
                                                                                  for i in range(n))]
 
 
-def _predict(spec: Any, target_ref: str, method: DraftModel, m: Any, eng: str, ctx: int, k: int | None,
+def _predict(spec: ModelSpec, target_ref: str, method: DraftModel, m: Machine, eng: str, ctx: int, k: int | None,
              temperature: float) -> tuple[Predicted, int]:
     """The plan for exactly this pair: `recommend` with this draft alone, at K (or its best K)."""
     resolved = engines.get(eng)  # the engine, resolved once: the Engine travels down, not its name
@@ -124,7 +126,7 @@ def _predict(spec: Any, target_ref: str, method: DraftModel, m: Any, eng: str, c
     k_max = max(DEFAULT_MAX_K, k or 0)
     seen: dict[str, Costs] = {}
 
-    def costs_for(meth: Any, s: Settings) -> Costs:  # the roofline, as recommend's default, kept for the profile
+    def costs_for(meth: DraftingMethod, s: Settings) -> Costs:  # the roofline, as recommend's default, kept for the profile
         verify = roofline.verify_costs(spec, roof, context=s.context, n_max=k_max + 1, settings=s)
         c = P.roofline_verify(verify, meth.step_s(roof, s), roof.name, s)
         seen.setdefault(s.kv_dtype or "auto", c)
@@ -163,7 +165,7 @@ def _build_info(ep: Endpoint, eng: str, timeout_s: float) -> str:
 
 
 def _baseline(ep: Endpoint, bep: Endpoint | None, eng: str, reqs: list[E.Request], tokens: int, concurrency: int,
-              temperature: float, timeout_s: float, progress: Any) -> tuple[float | None, str | None]:
+              temperature: float, timeout_s: float, progress: Callable[[str], None]) -> tuple[float | None, str | None]:
     """Plain decoding's tokens/s on the same prompts, or None and why it could not be measured."""
     if bep is not None:
         r = E.run(bep, eng, reqs, tokens=tokens, concurrency=concurrency, temperature=temperature,
@@ -231,7 +233,7 @@ def result_json(*, target: str, draft: str, engine: str, ep: Endpoint, bep: Endp
             "ratio": ratio}
 
 
-def _save(path: str, doc: dict, spec: Any, dspec: Any, m: Any, eng: str, build: str, ctx: int, k: int,
+def _save(path: str, doc: dict, spec: ModelSpec, dspec: ModelSpec, m: Machine, eng: str, build: str, ctx: int, k: int,
           temperature: float, run: E.Measured, base_tps: float | None, pred: Predicted, prompts: str | None) -> None:
     """--save-profile: what was measured, in the probe's profile format."""
     rate = run.acceptance_rate

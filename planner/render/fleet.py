@@ -14,6 +14,7 @@ from typing import Any
 
 from ..core.constants import JSON_SCHEMA_VERSION
 from ..core.fmt import fmt_bytes, fmt_count
+from ..fits.machine import Machine
 from ..plan.fleet import BEST_BY, Row, best_machine, figure_origins
 from .document import Block, Cell, Part, Plot
 from .plots import fleet_plot
@@ -70,7 +71,7 @@ def row_cells(r: Row) -> tuple[Cell, ...]:
             Cell(_speedup(r)), Cell(_rate(r.baseline_tokens_per_s)), Cell(_rate(r.tokens_per_s)), Cell(_verdict(r)))
 
 
-def _figures(rows: Sequence[Row], m: Any) -> Block:
+def _figures(rows: Sequence[Row], m: Machine) -> Block:
     items = [f"{key}: {kind} ({src})" for key, (kind, src) in figure_origins(m).items()]
     costs = sorted({r.costs for r in rows if r.costs and r.costs != "none"})
     items += [f"costs: {c}" for c in costs]
@@ -117,7 +118,7 @@ def _launch_blocks(rows: Sequence[Row]) -> list[Block]:
     return out
 
 
-def machine_part(index: int, m: Any, rows: Sequence[Row], *, plots: bool = True, context: int, batch: int) -> Part:
+def machine_part(index: int, m: Machine, rows: Sequence[Row], *, plots: bool = True, context: int, batch: int) -> Part:
     """One machine: where its figures come from, its rows as a table, the plot, the launch commands."""
     engines_used = sorted({r.engine for r in rows})
     head = (f"{m.display_name} ({m.name}, {m.origin}, {m.n_devices} device(s)); engine "
@@ -201,7 +202,7 @@ def row_json(r: Row) -> dict[str, Any]:
             "costs_source": r.costs, "launch": dict(c.launch) if c is not None else {}, "error": r.error}
 
 
-def machine_json(m: Any) -> dict[str, Any]:
+def machine_json(m: Machine) -> dict[str, Any]:
     return {"name": m.name, "display_name": m.display_name, "kind": m.kind, "origin": m.origin,
             "devices": m.n_devices, "memory_bytes": m.memory_bytes, "bandwidth_bytes_per_s": m.bandwidth_bytes_per_s,
             "figures": {k: {"origin": kind, "source": src} for k, (kind, src) in figure_origins(m).items()}}
