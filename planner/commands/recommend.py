@@ -141,7 +141,7 @@ def recommend(
     width.set_wide(wide)
     batches = parse_batches(batch)
     kinds, work = parse_methods(method), parse_workload(workload)
-    batch = batches[0]  # the first value sizes memory and ranks the plans
+    first_batch = batches[0]  # the first value sizes memory and ranks the plans
     spec = load_spec(target, revision=revision)
     m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus,
                         remeasure=remeasure)
@@ -185,13 +185,13 @@ def recommend(
 
     def run(**asked: Any) -> Any:
         with versions.selected(built):
-            return P.recommend(spec, ref, m, engine=resolved, batch=batch, candidates=cands, costs_for=costs_for,
+            return P.recommend(spec, ref, m, engine=resolved, batch=first_batch, candidates=cands, costs_for=costs_for,
                                given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
                                temperature=temperature, k_fixed=k, draft_weights_dtype=draft_weights_dtype,
                                batches=batches, workload=work, methods=kinds, adaptive=policy, **asked)
     rec = run(**plan)
     if not rec.baseline_fits:
-        rec = _with_cheapest_fit(rec, run, plan, spec, m, eng, batch)
+        rec = _with_cheapest_fit(rec, run, plan, spec, m, eng, first_batch)
     if as_json:
         emit({**recommendation_json(rec), **({"machine_measured": measured_json(m)} if m.measured else {})})
     else:

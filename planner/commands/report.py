@@ -206,6 +206,8 @@ def report(
                                    base=Path(policy.path).parent, cache=cache, origin=policy.path)
         source, inputs = f"policy {policy.path}", [policy.path]
     else:
+        if target is None:  # neither TARGET nor --config went to the machine-first report above
+            raise UsageError("Cannot make a report: give a TARGET model or --config FILE (expected exactly one).")
         scs = _cli_scenarios(target, draft=draft, machines=split_values(machine), gpu_memory=gpu_memory, gpus=gpus, tp=tp,
                              pp=pp, utilization=utilization, context=context, batch=batch, engine=engine,
                              kv_dtype=kv_dtype, weights_dtype=weights_dtype, profile=profile, acceptance=acceptance,
