@@ -139,7 +139,9 @@ def spec_from_gguf(loc: Located) -> ModelSpec:
     Raises:
         ConfigError: general.architecture or a required `{arch}.*` key is missing or invalid.
     """
-    h: GGUFHeader = loc.gguf
+    h = loc.gguf
+    if h is None:  # spec_from_located sends only a located GGUF here
+        raise ConfigError(f"Cannot read '{loc.ref}' as GGUF: no GGUF header was located.", loc.ref)
     arch = h.architecture
     if not arch:
         raise ConfigError(f"Cannot size the model from '{h.path}': GGUF key 'general.architecture' is missing "
