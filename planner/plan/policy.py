@@ -28,6 +28,7 @@ from __future__ import annotations
 import difflib
 import os
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -356,7 +357,7 @@ def _checked(origin: str, where: str, key: str, fn: Any) -> Any:
         raise ConfigError(f"Cannot use policy '{origin}': {where} {key}: {e}", origin, key=key) from e
 
 
-def _one_of(value: str, allowed: Any, what: str) -> None:
+def _one_of(value: str, allowed: Collection[str], what: str) -> None:
     if value not in allowed:
         raise UsageError(f"Cannot use {what} '{value}': expected one of {', '.join(allowed)}.")
 
