@@ -123,12 +123,14 @@ def run(ep: Endpoint, engine: str, requests: Sequence[Request], *, tokens: int, 
     if engine == LLAMA:
         m = _summary(samples, wall)
         after = _optional_metrics(ep, timeout_s) if before is not None and not baseline else None
-        if after is None:
+        if before is None or after is None:
             return m
         d = ec.counters_delta(ec.spec_counters(before, "llamacpp:"), ec.spec_counters(after, "llamacpp:"))
         if not d.drafts:
             return m
         return replace(m, rounds=d.drafts, per_position=tuple(a / d.drafts for a in d.accepted_per_pos))
+    if before is None:  # vLLM / SGLang read /metrics with _metrics, which raises rather than return None
+        raise EndpointError(f"Cannot read '{ep.url}/metrics' before the run (expected the counters).")
     after = _metrics(ep, timeout_s)
     return _with_metrics(samples, wall, engine, before, after)
 

@@ -113,7 +113,8 @@ def load_model(ref: str, *, device: str, dtype: str = "F32", tokenizer: bool = T
     else:
         model = load_causal_lm(p, device=device, dtype=dtype)
         tok = load_tokenizer(p) if tokenizer or has_tokenizer(p) else None
-    return model.to(device).eval(), tok
+    # transformers types PreTrainedModel.to through a decorator whose stub drops `self`
+    return model.to(device).eval(), tok  # type: ignore[arg-type]
 
 
 def has_tokenizer(path: Path) -> bool:

@@ -71,9 +71,14 @@ def measure_costs(target: Stepper, draft: Stepper, prefix: Sequence[int], *, k_m
         target.rollback(k_max)
         draft.rollback(km1)
 
+    def verify_n(n: int) -> Callable[[], object]:
+        return lambda: target.forward(toks[:n])
+
+    def rollback_n(n: int) -> Callable[[], object]:
+        return lambda: target.rollback(n)
+
     points: list[tuple[Callable[[], object], Callable[[], object], Callable[[], object]]] = [
-        (lambda n=n: None, lambda n=n: target.forward(toks[:n]), lambda n=n: target.rollback(n))
-        for n in range(1, k_max + 2)]
+        (lambda: None, verify_n(n), rollback_n(n)) for n in range(1, k_max + 2)]
     points.append((lambda: None, lambda: draft.forward(toks[:1]), lambda: draft.rollback(1)))
     points.append((fill, rollback, lambda: None))  # t_o: the rollbacks of one round
     samples: list[list[float]] = [[] for _ in points]

@@ -8,7 +8,7 @@ commands/bench.py but the command name; it never imports torch.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,7 +22,7 @@ from ..core.errors import EndpointError, UsageError
 from ..core.fmt import tabulate
 from ..core.spec import ModelSpec
 from ..core.units import parse_tokens
-from ..drafting import DraftModel
+from ..drafting import DraftingMethod, DraftModel
 from ..fits.fit import default_layout
 from ..fits.machine import Machine
 from ..fits.machine_lookup import resolve_machine
@@ -141,7 +141,7 @@ def _requests(plist: Sequence[Prompt], workload: str, n: int, *, custom: bool) -
                                                                                  for i in range(n))]
 
 
-def _predict(spec: Any, target_ref: str, method: DraftModel, m: Any, eng: str, ctx: int, k: int | None,
+def _predict(spec: ModelSpec, target_ref: str, method: DraftModel, m: Machine, eng: str, ctx: int, k: int | None,
              temperature: float) -> tuple[Predicted, int]:
     """The plan for exactly this pair: `recommend` with this draft alone, at K (or its best K)."""
     resolved = engines.get(eng)  # the engine, resolved once: the Engine travels down, not its name
@@ -150,7 +150,7 @@ def _predict(spec: Any, target_ref: str, method: DraftModel, m: Any, eng: str, c
     k_max = max(DEFAULT_MAX_K, k or 0)
     seen: dict[str, Costs] = {}
 
-    def costs_for(meth: Any, s: Settings) -> Costs:  # the roofline, as recommend's default, kept for the profile
+    def costs_for(meth: DraftingMethod, s: Settings) -> Costs:  # the roofline, as recommend's default, kept for the profile
         verify = roofline.verify_costs(spec, roof, context=s.context, n_max=k_max + 1, settings=s)
         c = roofline_verify(verify, meth.step_s(roof, s), roof.name, s)
         seen.setdefault(s.kv_dtype or "auto", c)
@@ -160,11 +160,10 @@ def _predict(spec: Any, target_ref: str, method: DraftModel, m: Any, eng: str, c
     rec = P.recommend(Target(spec, target_ref if paths.exists(target_ref) else spec.id, candidates=[method]),
                       Where(m, resolved, layout=layout), Workload(context=ctx, temperature=temperature),
                       Pricing(costs_for=costs_for, k_max=k_max, k_fixed=k, adaptive=stop))
-    opts = [o for o in rec.plans if o.draft == method.label and o.prediction is not None]
+    opts = [(o, o.prediction) for o in rec.plans if o.draft == method.label and o.prediction is not None]
     if not opts:
         raise UsageError(f"Cannot predict {spec.id} with draft {method.label} on {eng}: no plan was priced.")
-    o = opts[0]
-    pr = o.prediction
+    o, pr = opts[0]
     kk = o.k
     alpha = o.acceptance.alpha if o.acceptance is not None else float("nan")
     costs = seen.get(o.kv_dtype, next(iter(seen.values())))
@@ -190,7 +189,7 @@ def _build_info(ep: Endpoint, eng: str, timeout_s: float) -> str:
 
 
 def _baseline(ep: Endpoint, bep: Endpoint | None, eng: str, reqs: list[E.Request], tokens: int, concurrency: int,
-              temperature: float, timeout_s: float, progress: Any) -> tuple[float | None, str | None]:
+              temperature: float, timeout_s: float, progress: Callable[[str], None]) -> tuple[float | None, str | None]:
     """Plain decoding's tokens/s on the same prompts, or None and why it could not be measured."""
     if bep is not None:
         r = E.run(bep, eng, reqs, tokens=tokens, concurrency=concurrency, temperature=temperature,
@@ -224,7 +223,7 @@ def result_json(b: Bench, run: E.Measured, base_tps: float | None, base_why: str
     """The `bench --endpoint --json` document (docs/bench.md): measured, predicted and their ratio."""
     engine, ep, bep, k = b.engine, b.ep, b.bep, b.k
     rate = run.acceptance_rate
-    if run.rounds:
+    if run.rounds and run.accepted is not None:  # both counters come from the same /metrics scrape
         mean_acc, how = run.accepted / run.rounds, f"{engine} counted {run.rounds:.0f} rounds"
     elif run.length_gauge is not None:
         mean_acc, how = run.length_gauge - 1.0, "sglang:spec_accept_length - 1 (the last batch)"
@@ -246,8 +245,12 @@ def result_json(b: Bench, run: E.Measured, base_tps: float | None, base_why: str
                  "speedup": _r(pred.speedup), "acceptance_rate": _r(pred.acceptance_rate),
                  "mean_accepted_per_round": _r(pred.mean_accepted_per_round), "alpha": _r(pred.alpha),
                  "costs_source": pred.costs.source, "acceptance_source": pred.acceptance_source}
-    ratio = {key: _ratio(measured[key], predicted[key]) for key in
-             ("tokens_per_s", "baseline_tokens_per_s", "speedup", "acceptance_rate", "mean_accepted_per_round")}
+    both: tuple[tuple[str, float | None, float | None], ...] = (
+        ("tokens_per_s", run.tokens_per_s, pred.tokens_per_s),
+        ("baseline_tokens_per_s", base_tps, pred.baseline_tokens_per_s), ("speedup", speedup, pred.speedup),
+        ("acceptance_rate", rate, pred.acceptance_rate),
+        ("mean_accepted_per_round", mean_acc, pred.mean_accepted_per_round))
+    ratio = {key: _ratio(_r(mv), _r(pv)) for key, mv, pv in both}  # of the rounded figures shown above
     return {"target": b.spec.id, "draft": b.dspec.id, "engine": engine, "build": b.build, "endpoint": ep.url,
             "baseline_endpoint": bep.url if bep else None, "machine": b.machine.name, "k": k, "tokens": b.tokens,
             "concurrency": b.concurrency, "workload": b.workload, "measured": measured, "predicted": predicted,

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 from .. import engines
 from ..core import paths
@@ -31,7 +32,7 @@ from ._fastcli import FastCommand, Opt
 from ._output import emit, engine_for, say, warn
 
 # Every optional parameter's default, as the typer face declares it (memory.py reads them from here).
-DEFAULTS = {"draft": None, "method_kind": None, "context": str(DEFAULT_CONTEXT), "batch": 1, "draft_context": None,
+DEFAULTS: dict[str, Any] = {"draft": None, "method_kind": None, "context": str(DEFAULT_CONTEXT), "batch": 1, "draft_context": None,
             "engine": "auto", "kv_dtype": None, "weights_dtype": None, "group_size": 128, "revision": None,
             "overhead": None, "as_json": False, "wide": False}
 

@@ -109,8 +109,8 @@ def machine_report(r: MachineReport, *, out: str | None, plots: bool, as_json: b
     targets = _targets(r)
     jobs = pool.check_jobs(r.jobs)
     pieces = [(targets, m, opts, r.min_speedup) for m in machines]
-    rows = pool.map_in_order(_machine_rows, pieces, jobs, progress=_progress if jobs > 1 else None)
-    per_machine = list(zip(machines, rows, strict=True))
+    rows_each = pool.map_in_order(_machine_rows, pieces, jobs, progress=_progress if jobs > 1 else None)
+    per_machine = list(zip(machines, rows_each, strict=True))
     if opts.profile is not None and opts.profile.context != opts.context:
         warn(f"profile measured at context {opts.profile.context}, planning for {opts.context}")
     if opts.profile is not None and not any(t.spec.id == opts.profile.target.id for t in targets):
@@ -142,6 +142,7 @@ def machine_report(r: MachineReport, *, out: str | None, plots: bool, as_json: b
 def _summary(rows: list[F.Row]) -> str:
     fit = [r for r in rows if r.fits]
     spec = [r for r in fit if r.speculates]
-    top = max(spec, key=lambda r: r.choice.speedup, default=None)
-    best = f"; best speed-up {top.choice.speedup:.2f}x for {top.target.spec.id}" if top else ""
+    priced = [(r.choice.speedup, r.target.spec.id) for r in spec if r.choice is not None]  # speculates: a choice
+    top = max(priced, key=lambda p: p[0], default=None)
+    best = f"; best speed-up {top[0]:.2f}x for {top[1]}" if top else ""
     return f"{len(fit)} of {len(rows)} target(s) fit; speculation pays for {len(spec)}{best}"

@@ -12,6 +12,7 @@ from ..core.constants import github_actions
 from ..core.fmt import tabulate
 from ..engines import versions
 from ..plan import check as C
+from ..plan.assess import Assessment
 from ..plan.check import FAIL, PASS, SKIP
 from ..plan.policy import load_policy
 from ..render import github as gh
@@ -32,7 +33,7 @@ STATUS_TEXT = {"pass": "PASS", "fail": "FAIL", "skip": "skip"}
 DETAIL_WIDTH = 72
 
 
-def check_json(report: Any) -> dict[str, Any]:
+def check_json(report: C.CheckReport) -> dict[str, Any]:
     """The `planner check --json` schema (docs/check.md)."""
     return {"policy": report.policy, "passed": report.passed,
             "counts": {s: report.count(s) for s in (PASS, FAIL, SKIP)},
@@ -42,7 +43,7 @@ def check_json(report: Any) -> dict[str, Any]:
             "deployments": [assessment_json(a) for a in report.assessments]}
 
 
-def assessment_json(a: Any) -> dict[str, Any]:
+def assessment_json(a: Assessment) -> dict[str, Any]:
     """One deployment on one machine: the figures behind its results."""
     sc = a.scenario
     v, sp = a.verdict, a.speed
@@ -71,7 +72,7 @@ def assessment_json(a: Any) -> dict[str, Any]:
 HEADERS = ["deployment", "machine", "requirement", "result", "value", "required", "detail"]
 
 
-def check_table(report: Any) -> str:
+def check_table(report: C.CheckReport) -> str:
     """deployment x machine x requirement, with the value, the bound and why; then a summary line.
 
     Why two layouts: the detail column alone is 72 columns, so on a terminal narrower than the whole table
@@ -94,7 +95,7 @@ def check_table(report: Any) -> str:
                       *width.wrap("(the detail of every row: --wide or --json)")])
 
 
-def junit_cases(report: Any) -> list[Any]:
+def junit_cases(report: C.CheckReport) -> list[Case]:
     return [Case(suite=r.deployment, name=f"{r.machine}: {r.requirement}", passed=r.status != FAIL,
                  message=r.message, skipped=r.status == SKIP) for r in report.results]
 
@@ -152,7 +153,7 @@ def _progress(done: int, total: int, piece: Any) -> None:
     say(f"[{done}/{total}] {sc.deployment.name} on {sc.machine.name}: assessed", err=True)
 
 
-def write_annotations(report: Any, policy_path: str) -> None:
+def write_annotations(report: C.CheckReport, policy_path: str) -> None:
     """GITHUB_ACTIONS=true: an ::error per failed requirement and a ::warning per skipped one (stderr, so
     --json stays clean; the runner reads both streams). The only output lines allowed to start `::`."""
     for r in report.results:
@@ -162,7 +163,7 @@ def write_annotations(report: Any, policy_path: str) -> None:
                                      file=policy_path), err=True)
 
 
-def step_summary(report: Any, policy_path: str) -> str:
+def step_summary(report: C.CheckReport, policy_path: str) -> str:
     """The results table for $GITHUB_STEP_SUMMARY (appended by the caller, as the runner documents)."""
     rows = [[r.deployment, r.machine, r.requirement, STATUS_TEXT[r.status], format_value(r.requirement, r.value),
              format_value(r.requirement, r.bound), r.message] for r in report.results]

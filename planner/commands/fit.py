@@ -105,7 +105,7 @@ def combination_launch(c: Any, target_ref: str, method: Any) -> dict[str, str]:
     return out
 
 
-def combination_json(c: Any, launch: dict[str, str] | None = None) -> dict[str, Any]:
+def combination_json(c: searchmod.Combination, launch: dict[str, str] | None = None) -> dict[str, Any]:
     q = c.problem
     return {"changes": [what for what, _ in c.changes], "flags": [flag for _, flag in c.changes],
             "headroom_bytes": c.headroom_bytes, "used_bytes": c.gpu_bytes, "host_bytes": c.host_bytes,
@@ -150,7 +150,7 @@ def fit_json(r, warnings: list[str], launch: dict[str, str] | None = None) -> di
             "ledger": report.ledger_json(r.ledger, warnings)}
 
 
-def _speed(c: Any) -> str:
+def _speed(c: searchmod.Combination) -> str:
     return f"x{c.speed_factor:.2f}" if c.speed_factor is not None else "uncertain"
 
 
@@ -189,7 +189,7 @@ def combinations_text(r: Any, launch: dict[str, str] | None) -> list[str]:
     return lines
 
 
-def _past_margin(p: Any) -> str:
+def _past_margin(p: fitmod.Problem) -> str:
     """Headroom is counted past the safety margin (--margin): say so where it is printed."""
     return f" (past the {fmt_bytes(p.margin_bytes)} safety margin)" if p.margin_bytes else ""
 

@@ -146,7 +146,7 @@ def recommend(
     width.set_wide(wide)
     batches = parse_batches(batch)
     kinds, work = parse_methods(method), parse_workload(workload)
-    batch = batches[0]  # the first value sizes memory and ranks the plans
+    first_batch = batches[0]  # the first value sizes memory and ranks the plans
     spec = load_spec(target, revision=revision)
     m = resolve_machine(machine, parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None, gpus,
                         remeasure=remeasure)
@@ -189,7 +189,7 @@ def recommend(
     asked = Target(spec, ref, candidates=cands, methods=kinds, weights_dtype=weights_dtype,
                    draft_weights_dtype=draft_weights_dtype)
     where = Where(m, resolved, layout=layout, utilization=utilization, kv_dtypes=[kv_dtype] if kv_dtype else None)
-    load = Workload(context=ctx, batch=batch, batches=batches, prompts=work, temperature=temperature)
+    load = Workload(context=ctx, batch=first_batch, batches=batches, prompts=work, temperature=temperature)
     pricing = Pricing(costs_for=costs_for, given_acceptance=given, measured_acceptance=measured, k_max=k_cap,
                       k_fixed=k, adaptive=policy)
 
@@ -244,7 +244,7 @@ def _with_cheapest_fit(rec: P.Recommendation, run: Callable[[Target, Where, Work
     the target alone (fits/search.py), or say that none does. Partial offload is left to `planner fit`
     (the speed model prices weights at device bandwidth)."""
     s = Settings(context=load.context, batch=load.batch, resolved_engine=where.engine,
-                 weights_dtype=asked.weights_dtype, kv_dtype=(where.kv_dtypes or [None])[0])
+                 weights_dtype=asked.weights_dtype, kv_dtype=where.kv_dtypes[0] if where.kv_dtypes else None)
     layout = where.layout or default_layout(where.machine.n_devices, where.engine)
     combos = [c for c in search.search(fitmod.Problem(asked.spec, where.machine, s, layout,
                                                       utilization=where.utilization))

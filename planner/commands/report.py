@@ -194,7 +194,7 @@ def report(
                 scs += C.scenarios(d, C.machines_for(d, split_values(machine), origin=policy.path),
                                    base=Path(policy.path).parent, cache=cache, origin=policy.path)
         source, inputs = f"policy {policy.path}", [policy.path]
-    else:
+    elif target is not None:  # always, here: no TARGET and no --config is the machine-first report above
         if k is not None and k > max_k:
             raise UsageError(f"Cannot use --k {k} with --max-k {max_k}: expected K <= --max-k.")
         gm = parse_bytes(gpu_memory, what="--gpu-memory") if gpu_memory else None

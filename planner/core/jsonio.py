@@ -11,7 +11,7 @@ import json
 import math
 import stat
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeGuard
 
 from .atomic import note_input
 from .constants import JSON_MAX_BYTES
@@ -104,7 +104,7 @@ def read_json_object(path: str | Path, *, max_bytes: int = JSON_MAX_BYTES, what:
     return obj
 
 
-def is_finite_number(x: Any) -> bool:
+def is_finite_number(x: Any) -> TypeGuard[int | float]:
     """True for an int or a finite float read from JSON or TOML (bools, NaN and +-inf are not numbers here).
 
     Example:

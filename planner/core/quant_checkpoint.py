@@ -131,7 +131,7 @@ def _ct_weights(w: dict, acts: Any, fmt: str) -> Scheme | None:
                       zero_point=w.get("symmetric") is False)
     if bits == 8 and kind in ("float", "int") and (fmt in _CT_NAIVE or not fmt):
         block = w.get("block_structure")
-        blk = tuple(_int(b) for b in block) if isinstance(block, list) and len(block) == 2 else (0, 0)
+        blk = (_int(block[0]), _int(block[1])) if isinstance(block, list) and len(block) == 2 else (0, 0)
         if strategy == "block" and not all(blk):
             return None
         return Scheme("fp8" if kind == "float" else "int8", "scaled", g, fmt="F8_E4M3" if kind == "float" else "I8",

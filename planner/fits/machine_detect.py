@@ -82,7 +82,8 @@ def _run(cmd: Sequence[str]) -> str | None:
             with contextlib.suppress(OSError):
                 os.killpg(proc.pid, signal.SIGKILL)  # the tool and what it started
             proc.wait()
-        proc.stdout.close()
+        if proc.stdout is not None:  # always a pipe here (stdout=PIPE); Popen types it optional
+            proc.stdout.close()
     return out.decode("utf-8", "replace") if rc == 0 else None
 
 

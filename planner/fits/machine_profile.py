@@ -217,7 +217,9 @@ def apply_saved(live: Machine, path: Path | None = None, now: float | None = Non
                       f"{MACHINE_PROFILE_MAX_AGE_S // 86400} days, or saved in the future); re-measure with "
                       f"'planner machines detect --save'")
     when = str(doc.get("measured_at") or "")[:32]
-    sources = doc.get("sources") if isinstance(doc.get("sources"), dict) else {}
+    sources = doc.get("sources")
+    if not isinstance(sources, dict):
+        sources = {}
     label = f"saved profile {p}, measured {when} ({age_text(age)})"
     merged = {**live.sources, **{k: f"{str(v)[:300]}; from the {label}" for k, v in sources.items()
                                  if k in ("bandwidth", "flops")}}

@@ -328,7 +328,7 @@ def weights(spec: ModelSpec, s: Settings) -> tuple[int, str, str]:
         by: dict[str, int] = {}
         for t in resident_tensors(spec, s):
             by[t.dtype] = by.get(t.dtype, 0) + t.nbytes
-        inv.memo[key] = (sum(by.values()), max(by, key=by.get) if by else scheme.name)
+        inv.memo[key] = (sum(by.values()), max(by, key=by.__getitem__) if by else scheme.name)
     total, dominant = inv.memo[key]
     src = f"{spec.provenance.get('weights', inv.source)}, re-sized as {scheme.name}"
     if scheme.kind in ("int4", "fp8") and scheme.group_size:

@@ -60,11 +60,13 @@ def compare_tokenizers(t: Side, d: Side) -> tuple[bool | None, list[str]]:
     if t.spec.vocab != d.spec.vocab:
         diffs.append(f"config vocab_size: {t.spec.vocab} vs {d.spec.vocab}"
                      + (" (embedding padding only)" if same else ""))
-    for name, a, b in (("bos_id", t.bos, d.bos), ("eos_id", t.eos, d.eos),
-                       ("pad_id", tf.pad_id if tf else None, df.pad_id if df else None),
-                       ("add_bos", t.add_bos()[0], d.add_bos()[0]), ("add_eos", t.add_eos(), d.add_eos())):
-        if a is not None and b is not None and a != b:
-            diffs.append(f"{name}: {a} vs {b}")
+    fields: tuple[tuple[str, object, object], ...] = (  # each field's target and draft value
+        ("bos_id", t.bos, d.bos), ("eos_id", t.eos, d.eos),
+        ("pad_id", tf.pad_id if tf else None, df.pad_id if df else None),
+        ("add_bos", t.add_bos()[0], d.add_bos()[0]), ("add_eos", t.add_eos(), d.add_eos()))
+    for name, tv, dv in fields:
+        if tv is not None and dv is not None and tv != dv:
+            diffs.append(f"{name}: {tv} vs {dv}")
     if tf and df and tf.chat_template_hash and df.chat_template_hash and tf.chat_template_hash != df.chat_template_hash:
         diffs.append("chat_template: differs")
     return same, diffs
@@ -94,7 +96,7 @@ def normalised_vocab(fp: TokenizerFingerprint, rows: int) -> dict[str, int]:
     """
     prefixes = space_prefixes(fp)
     toks = (fp.tokens or ())[:rows]
-    norm = toks
+    norm: Sequence[str] = toks
     for p in prefixes:  # one pass per marker, in C-level str methods; a token has at most one
         k = len(p)
         norm = [(" " + t[k:]) if t.startswith(p) else t for t in norm]

@@ -101,6 +101,8 @@ def measured_acceptance(profile: object | None, method: DraftingMethod, origin: 
 def scenario_acceptance(sc: Scenario, compat: Compatibility) -> acc.Acceptance:
     """The scenario's acceptance: its profile's measurement > the policy's `acceptance` > the method's prior
     (capped by a vocabulary translation's published acceptance when the engine needs one)."""
+    if sc.method is None:  # a Compatibility exists only for a draft
+        raise UsageError(f"Cannot price '{sc.label}': the deployment '{sc.deployment.name}' names no draft.")
     return acceptance_for(sc.target, sc.method, given=sc.given_acceptance,
                                measured=measured_acceptance(sc.profile, sc.method, sc.profile_path),
                                tli=compat.tli_alpha)
@@ -187,23 +189,23 @@ def load_curve(sc: Scenario, peak: int) -> tuple[load.BatchPoint, ...]:
     Raises:
         MachineError: the machine has no bandwidth figure; UsageError: no draft.
     """
-    m, d = sc.machine, sc.deployment
-    if sc.method is None:
+    m, d, method = sc.machine, sc.deployment, sc.method
+    if method is None:
         raise UsageError(f"Cannot price deployment '{d.name}' under load: it names no draft.")
     if not m.bandwidth_bytes_per_s:
         raise MachineError(f"no roofline for '{sc.label}' under load: the machine has no memory-bandwidth figure "
                            f"(a probe profile measures one sequence only)")
     roof = plan.roofline_machine(m, sc.layout, sc.settings.resolved_engine)
-    alpha = scenario_acceptance(sc, sc.method.compatibility(sc.target, sc.settings.resolved_engine, context=sc.settings.context))
+    alpha = scenario_acceptance(sc, method.compatibility(sc.target, sc.settings.resolved_engine, context=sc.settings.context))
     k_max = d.k or d.max_k
     problem = fit.Problem(sc.target, sc.machine, sc.settings, sc.layout, draft=sc.draft,
                           utilization=d.utilization)
     batches = sorted({*(1 << i for i in range(peak.bit_length()) if 1 << i <= peak), peak})
-    policy = policies_for(sc.settings.resolved_engine, sc.method.kind, EVERY_ROUND if d.k is not None else None)[0]
+    policy = policies_for(sc.settings.resolved_engine, method.kind, EVERY_ROUND if d.k is not None else None)[0]
 
     def at(b: int) -> load.BatchPoint:
         s = replace(sc.settings, batch=b)
-        return load.batch_point(b, problem, roofline_costs(sc.target, sc.method, roof, s, k_max), alpha,
+        return load.batch_point(b, problem, roofline_costs(sc.target, method, roof, s, k_max), alpha,
                                 k_max, k_fixed=d.k, adaptive=policy)
     return load.batch_curve(batches, at)
 

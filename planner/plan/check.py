@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core import pool
-from ..core.errors import ConfigError, MachineError
+from ..core.errors import ConfigError, MachineError, PlannerError
 from ..core.fmt import fmt_bytes
 from ..core.spec import ModelSpec
 from ..engines.base import EXACT
@@ -52,8 +52,8 @@ class Result:
     machine: str
     requirement: str
     status: str
-    value: float | int | bool | None
-    bound: float | int | bool | None
+    value: float | int | bool | str | None  # str: compatible's "fallback" (bound "allow_fallback")
+    bound: float | int | bool | str | None
     message: str
 
 
@@ -97,7 +97,8 @@ def judge(a: Assessment) -> list[Result]:
     def add(requirement: str, status: str, value, bound, message: str) -> None:
         out.append(Result(d.name, sc.label, requirement, status, value, bound, message))
 
-    head = a.headroom_bytes
+    # every branch reading them checks layout_error first: a placed layout has devices, so both figures
+    head, total = (0, 0) if a.layout_error else _placed(a)
     if req.fits:
         if a.layout_error:
             add(FITS, FAIL, None, 0, a.layout_error)
@@ -112,7 +113,6 @@ def judge(a: Assessment) -> list[Result]:
             add(MIN_HEADROOM, PASS if ok else FAIL, head, req.min_headroom_bytes,
                 f"headroom {_gib(head)} {'>=' if ok else '<'} {_gib(req.min_headroom_bytes)} required")
     if req.max_total_bytes is not None:
-        total = a.total_bytes
         if a.layout_error:
             add(MAX_TOTAL, FAIL, None, req.max_total_bytes, a.layout_error)
         else:
@@ -124,16 +124,24 @@ def judge(a: Assessment) -> list[Result]:
     if req.compatible:
         out.append(_compatible(a))
     if req.min_speedup is not None:
-        out.append(_speedup(a))
+        out.append(_speedup(a, req.min_speedup))
     if req.max_crossover_below is not None:
-        out.append(_crossover(a))
+        out.append(_crossover(a, req.max_crossover_below))
     return out
 
 
-def _crossover(a: Assessment) -> Result:
+def _placed(a: Assessment) -> tuple[int, int]:
+    """(headroom, total bytes) of a layout that was placed (no layout_error: the fit returned its devices)."""
+    head, total = a.headroom_bytes, a.total_bytes
+    if head is None or total is None:
+        raise PlannerError(f"Cannot check '{a.scenario.label}': the layout was placed on no device.")
+    return head, total
+
+
+def _crossover(a: Assessment, peak: int) -> Result:
+    """require.max_crossover_below = `peak`."""
     sc = a.scenario
     d = sc.deployment
-    peak = d.require.max_crossover_below
     if sc.method is None:
         return Result(d.name, sc.label, MAX_CROSSOVER, SKIP, None, peak, "no draft: nothing to stop paying")
     try:
@@ -176,7 +184,7 @@ def _compatible(a: Assessment) -> Result:
     sc = a.scenario
     d, engine = sc.deployment, sc.settings.engine
     v = a.verdict
-    if v is None:
+    if v is None or sc.method is None:  # a verdict exists only for a draft
         return Result(d.name, sc.label, COMPATIBLE, SKIP, None, True, "no draft: nothing to pair")
     conf = f" (confidence: {v.confidence})" if v.confidence != EXACT else ""
     if v.compatible:
@@ -193,10 +201,10 @@ def _compatible(a: Assessment) -> Result:
     return Result(d.name, sc.label, COMPATIBLE, FAIL, False, True, f"{refused}; no fallback in {engine}{conf}")
 
 
-def _speedup(a: Assessment) -> Result:
+def _speedup(a: Assessment, bound: float) -> Result:
+    """require.min_speedup = `bound`."""
     sc = a.scenario
     d = sc.deployment
-    bound = d.require.min_speedup
     if sc.method is None:
         return Result(d.name, sc.label, MIN_SPEEDUP, SKIP, None, bound, "no draft: plain decoding has speed-up 1.0")
     sp = a.speed

@@ -257,6 +257,8 @@ def _plain_rate(t: Target, m: Machine, o: Options, engine: Engine, layout: fit.L
     """1 / t_v(1) of plain decoding, from the profile or the roofline, at the engine's first KV type
     (the figure recommend's options carry as baseline_tokens_per_s)."""
     if profiled:
+        if o.profile is None:  # costs come from a profile only when one was given
+            raise UsageError("Cannot price plain decoding from a profile: no profile was given.")
         return 1.0 / o.profile.target.verify_s[0], "profile (measured)"
     kv = o.kv_dtype or engine.kv_options[0]
     s = Settings(context=o.context, batch=o.batch, resolved_engine=engine, kv_dtype=None if kv == "auto" else kv,
@@ -319,7 +321,7 @@ def figure_origins(m: Machine) -> dict[str, tuple[str, str]]:
     A detected machine's memory is what the driver or OS reported (measured); its bandwidth and
     FLOP/s are the matched catalog entry's, a timed copy on this host, or an estimate.
     """
-    out = {}
+    out: dict[str, tuple[str, str]] = {}
     for key in ("memory", "bandwidth", "flops"):
         src = m.sources.get(key, "")
         if key == "bandwidth" and not m.bandwidth_bytes_per_s:

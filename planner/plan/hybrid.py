@@ -9,11 +9,11 @@ plan has.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
-from typing import Any
 
 from ..core.spec import ModelSpec
-from ..drafting import Compatibility
+from ..drafting import Compatibility, DraftingMethod
 from ..engines import Engine
 from ..fits.machine import Machine
 from ..fits.memory import Settings
@@ -61,7 +61,8 @@ def priced(costs: Costs, target: ModelSpec, kind: str, s: Settings, alpha: float
     return _shifted(costs, deltas(rate.central), deltas(rate.high), deltas(rate.low), why)
 
 
-def costs_for(base: Any, target: ModelSpec, machine: Machine, alpha: Acceptance) -> Any:
+def costs_for(base: Callable[[DraftingMethod, Settings], Costs], target: ModelSpec, machine: Machine,
+              alpha: Acceptance) -> Callable[[DraftingMethod, Settings], Costs]:
     """A (method, Settings) -> Costs callable with the rollback cost added, for pricing a plan at other
     concurrencies (plan/recommend.under_load) as at the first."""
     return lambda method, s: priced(base(method, s), target, method.kind, s, alpha.alpha, machine.kind,

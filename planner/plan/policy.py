@@ -28,6 +28,7 @@ from __future__ import annotations
 import difflib
 import os
 import sys
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -145,10 +146,11 @@ def load_policy(path: str | Path | None = None) -> Policy:
         raise ConfigError(f"Cannot parse policy '{p}': invalid TOML ({e}).", p) from e
     if p.name == "pyproject.toml":
         tool = doc.get("tool")
-        doc = tool.get("planner") if isinstance(tool, dict) else None
-        if not isinstance(doc, dict):
+        table = tool.get("planner") if isinstance(tool, dict) else None
+        if not isinstance(table, dict):
             raise ConfigError(f"Cannot use '{p}': it has no [tool.planner] table. Add [[tool.planner.deployment]] "
                               f"entries or write a planner.toml.", p, key="tool.planner")
+        doc = table
     policy = parse_policy(doc, str(p))
     return replace(policy, found_above=path is None and p.parent != Path("."))
 
@@ -289,9 +291,9 @@ def _deployment(d: dict[str, Any], origin: str, where: str) -> Deployment:
         if key in d and not lo <= d[key] <= hi:
             raise ConfigError(f"Cannot use policy '{origin}': {where} {key} must be between {lo} and {hi} "
                               f"(got {d[key]}).", origin, key=key)
-    for key, lo, hi in (("acceptance", 0.0, 1.0), ("utilization", 0.01, 1.0), ("temperature", 0.0, 10.0)):
-        if key in d and not isinstance(d[key], str) and not lo <= float(d[key]) <= hi:
-            raise ConfigError(f"Cannot use policy '{origin}': {where} {key} must be between {lo} and {hi} "
+    for key, low, high in (("acceptance", 0.0, 1.0), ("utilization", 0.01, 1.0), ("temperature", 0.0, 10.0)):
+        if key in d and not isinstance(d[key], str) and not low <= float(d[key]) <= high:
+            raise ConfigError(f"Cannot use policy '{origin}': {where} {key} must be between {low} and {high} "
                               f"(got {d[key]}).", origin, key=key)
     if "machine" in d and "machines" in d:
         raise ConfigError(f"Cannot use policy '{origin}': {where} sets both machine and machines (expected one; "
@@ -355,7 +357,7 @@ def _checked(origin: str, where: str, key: str, fn: Any) -> Any:
         raise ConfigError(f"Cannot use policy '{origin}': {where} {key}: {e}", origin, key=key) from e
 
 
-def _one_of(value: str, allowed: Any, what: str) -> None:
+def _one_of(value: str, allowed: Collection[str], what: str) -> None:
     if value not in allowed:
         raise UsageError(f"Cannot use {what} '{value}': expected one of {', '.join(allowed)}.")
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from .. import engines
-from ..core.errors import UsageError
+from ..core.errors import PlannerError, UsageError
 from ..core.spec import ModelSpec
 from ..drafting import Compatibility, DraftingMethod
 from ..drafting.draft_model import conditioned
@@ -142,9 +142,10 @@ def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compat
         reasons.insert(0, f"{engine.name} needs {fallback} for this pair ({verdict.failed_rule})")
     launch: dict[str, Any] = {}  # no command for a plan that does not fit or will not run
     if headroom >= 0 and compatible:
-        stop = {"draft_p_min": policy.p_min, "draft_n_min": policy.n_min} if policy is not None else {}
-        launch = engine.launch(replace(launch_in, **method.launch_fields(), **stop, k=pred.k_best,
-                                                kv_dtype=_kv_flag(kv), heterogeneous=fallback is not None))
+        stopped = (replace(launch_in, draft_p_min=policy.p_min, draft_n_min=policy.n_min) if policy is not None
+                   else launch_in)  # the drafting stop's flags, where the plan is priced under one
+        launch = engine.launch(replace(stopped, **method.launch_fields(), k=pred.k_best,
+                                       kv_dtype=_kv_flag(kv), heterogeneous=fallback is not None))
     return Option(draft=method.label, draft_ref=method.ref, kv_dtype=kv, k=pred.k_best, speedup=pred.speedup,
                   speedup_interval=(pred.speedup_low, pred.speedup_high), verdict=pred.verdict,
                   fits=headroom >= 0, headroom_bytes=headroom, compatible=compatible, fallback=fallback,
@@ -232,7 +233,7 @@ def recommend(target: Target, where: Where, load: Workload, pricing: Pricing | N
         if roofline_costs_used:
             options = [under_load(o, batches, pricing.k_max, pricing.k_fixed,
                                   hybrid.costs_for(costs_for, spec, machine, o.acceptance))
-                       if o.usable else o for o in options]
+                       if o.usable and o.acceptance is not None else o for o in options]  # every priced option has one
         else:
             notes.append("--batch list: measured costs are for one sequence; the per-batch curve needs the roofline")
     ranked = rank(options)
@@ -245,12 +246,14 @@ def recommend(target: Target, where: Where, load: Workload, pricing: Pricing | N
 
 def under_load(o: Option, batches: Sequence[int], k_max: int, k_fixed: int | None, costs_for: CostsFor) -> Option:
     """The option at every concurrency of `batches` (costs re-priced at each) and its crossover."""
-    method, problem = o.method, o.problem
+    method, problem, alpha = o.method, o.problem, o.acceptance
+    if method is None or problem is None or alpha is None:  # evaluate_option sets all three on what it prices
+        raise PlannerError(f"Cannot price draft {o.draft} under load: the plan was never priced.")
 
     def point(b: int) -> BatchPoint:
         s = replace(problem.settings, batch=b)
         q = replace(problem, settings=s, draft_settings=method.settings_for(s))
-        return load.batch_point(b, q, costs_for(method, s), o.acceptance, k_max, k_fixed, adaptive=o.stop)
+        return load.batch_point(b, q, costs_for(method, s), alpha, k_max, k_fixed, adaptive=o.stop)
     points = load.batch_curve(batches, point)
     notes = load.load_notes(points, o.k, method.resident_model(), problem.settings)
     return replace(o, per_batch=points, crossover_batch=load.crossover_batch(points), reasons=(*o.reasons, *notes))
@@ -269,8 +272,8 @@ def _choose(ranked: Sequence[Option], base_fits: bool, launch_in: engines.Launch
         usable = [o for o in ranked if o.usable]
         if not usable:
             # one line per draft and reason: its plans at each KV type share the refusal (once printed twice)
-            why = dict.fromkeys(f"{o.draft}: {o.reasons[0]}" for o in ranked)
-            reasons.append("no candidate draft both fits and is compatible: " + "; ".join(list(why)[:3]))
+            refusals = dict.fromkeys(f"{o.draft}: {o.reasons[0]}" for o in ranked)
+            reasons.append("no candidate draft both fits and is compatible: " + "; ".join(list(refusals)[:3]))
         else:
             top = usable[0]
             why = ("slower than plain decoding" if top.speedup <= 1.0 else

@@ -13,6 +13,7 @@ from typing import cast
 from ..core.constants import CPU_MATMUL_EFFICIENCY
 from ..core.errors import MachineError
 from ..engines.base import Engine, ShareKey
+from ..engines.base import share_key as as_share_key
 from ..fits import fit
 from ..fits.machine import Machine
 from ..speed import roofline
@@ -49,7 +50,9 @@ def compute_share(engine: Engine | None, kind: str) -> tuple[float, str]:
     """(share of peak tensor FLOP/s the engine's GEMMs reach, its source) on this machine kind."""
     if engine is None:
         return 1.0, "peak FLOP/s"
-    return engine.compute_efficiency.get(kind, (1.0, "peak FLOP/s (no measured share)"))
+    key = as_share_key(kind)  # text from the machine: a kind outside the closed set has no share
+    found = engine.compute_efficiency.get(key) if key is not None else None
+    return found if found is not None else (1.0, "peak FLOP/s (no measured share)")
 
 
 def share_kinds(machine: Machine, tp: int = 1) -> tuple[ShareKey, ...]:
@@ -72,7 +75,7 @@ def share_kinds(machine: Machine, tp: int = 1) -> tuple[ShareKey, ...]:
     return (*keys, cast("ShareKey", machine.kind))
 
 
-def share_key(engine: Engine | None, machine: Machine, tp: int = 1) -> str:
+def share_key(engine: Engine | None, machine: Machine, tp: int = 1) -> ShareKey:
     """The most specific key this engine catalogues a share under (its kind where it catalogues none)."""
     keys = share_kinds(machine, tp)
     table = engine.bandwidth_efficiency if engine else {}
@@ -83,7 +86,9 @@ def bandwidth_share(engine: Engine | None, kind: str) -> tuple[float, str]:
     """(share of peak bandwidth a batch-1 decode reaches, its source) for this engine on this machine kind."""
     if engine is None:
         return 1.0, "peak bandwidth"
-    return engine.bandwidth_efficiency.get(kind, (1.0, "peak bandwidth (no measured share)"))
+    key = as_share_key(kind)  # text from the machine: a kind outside the closed set has no share
+    found = engine.bandwidth_efficiency.get(key) if key is not None else None
+    return found if found is not None else (1.0, "peak bandwidth (no measured share)")
 
 
 def measured_ends(machine: Machine, layout: fit.Layout, engine: Engine | None = None

@@ -30,6 +30,7 @@ from ..core.errors import ConfigError, IncompatiblePair
 from ..speed.profile import MeasuredAcceptance
 from ..speed.profile_file import read_bounded
 from .real import model_forward, new_cache
+from .timing import Deadline
 
 MAX_PROMPTS = 1000
 MAX_PROMPT_CHARS = 20_000
@@ -210,7 +211,7 @@ def position_values(p_logits: Any, q_logits: Any, temperature: float) -> tuple[l
 
 
 def measure_acceptance(target: Any, draft: Any, tokenizer: Any, prompts: Sequence[Prompt], *, temperature: float,
-                       max_new_tokens: int, k_max: int, device: str, seed: int, deadline: Any,
+                       max_new_tokens: int, k_max: int, device: str, seed: int, deadline: Deadline,
                        draft_tokenizer: Any = None, progress: Callable[[str, float], None] | None = None
                        ) -> MeasuredAcceptance:
     """Teacher-forced acceptance of `draft` against `target` over the prompts (stops at the deadline).

@@ -75,7 +75,7 @@ class ImportedRun:
                           measured_n=() if self.measured_n == full else self.measured_n, notes=self.notes)
 
 
-def _err(origin: str, reason: str, expected: str, got: Any) -> ProfileError:
+def _err(origin: str, reason: str, expected: str | int, got: Any) -> ProfileError:
     return ProfileError(f"Cannot import measurements from '{origin}': {reason} (expected {expected}, got {got}). "
                         f"Pass llama-bench output (-p 1,2,...,9 -n 0, -o md|csv|json|jsonl), llama-batched-bench "
                         f"output, or a CSV of n,seconds.")

@@ -40,6 +40,7 @@ from ..sources import load_spec
 from ..speed.diagnosis import diagnose
 from ..speed.profile import ModelCurve, Profile
 from .device import available_bytes, budget_for, device_name, library_versions, now
+from .settings import ProbeSettings
 from .timing import Deadline, measure_round_robin
 
 Progress = Callable[[str, float], None]
@@ -232,7 +233,7 @@ class Timed:
     pick_s: float
 
 
-def time_model(path: str, *, points: int, all_logits: bool, st: Any, gpu: bool, deadline: Deadline,
+def time_model(path: str, *, points: int, all_logits: bool, st: ProbeSettings, gpu: bool, deadline: Deadline,
                progress: Progress | None, label: str) -> Timed:
     """Load `path`, prefill st.context tokens, time decode of n = 1..points tokens at the end of it."""
     import numpy as np
@@ -278,7 +279,7 @@ def _need_bytes(spec: ModelSpec, context: int) -> int:
     return spec.weights.resident_bytes + kv_cache(spec, s, context)[0] + activations(spec, s, context)
 
 
-def _check_memory(specs: Sequence[ModelSpec], context: int, st: Any, gpu: bool) -> None:
+def _check_memory(specs: Sequence[ModelSpec], context: int, st: ProbeSettings, gpu: bool) -> None:
     """Host memory check before loading (GPU memory is left to llama.cpp's own allocation error)."""
     if gpu:
         return
@@ -320,7 +321,7 @@ def _curve(spec: ModelSpec, path: str, t: Timed, *, context: int, label: str, no
 
 
 def run_llamacpp(target_path: str, target: ModelSpec, draft_path: str | None, draft: ModelSpec | None,
-                 st: Any, *, progress: Progress | None = None) -> Profile:
+                 st: ProbeSettings, *, progress: Progress | None = None) -> Profile:
     """Cost curves of GGUF models measured through llama.cpp, as a Profile (same format as the torch probe).
 
     Args:
@@ -381,7 +382,7 @@ def run_llamacpp(target_path: str, target: ModelSpec, draft_path: str | None, dr
                           "safetensors checkpoints with --real)"))
 
 
-def probe_gguf(target: str, draft: str | None, *, revision: str | None, st: Any, dtype: str | None, real: bool,
+def probe_gguf(target: str, draft: str | None, *, revision: str | None, st: ProbeSettings, dtype: str | None, real: bool,
                prompts: Any, progress: Progress | None) -> tuple[Profile, list[str]]:
     """`planner probe --backend llamacpp`: load the specs, note options this backend does not use, run.
 

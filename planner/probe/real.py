@@ -126,7 +126,8 @@ def load_causal_lm(path: str | Path, *, device: str, dtype: str) -> Any:
     with load_errors(p, "the model"):
         model = AutoModelForCausalLM.from_pretrained(str(p), trust_remote_code=False, use_safetensors=True,
                                                      dtype=getattr(torch, TORCH_DTYPES[dtype]))
-    return model.to(device).eval()
+    # transformers types PreTrainedModel.to through a decorator whose stub drops `self`
+    return model.to(device).eval()  # type: ignore[arg-type]
 
 
 def real_bytes(spec: ModelSpec, dtype: str, context: int) -> int:

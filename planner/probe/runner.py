@@ -184,7 +184,9 @@ def check_heads(spec: ModelSpec | None) -> None:
     Raises:
         UsageError: a layer with more KV heads than query heads, or query heads not a multiple of them.
     """
-    for i, lay in enumerate(spec.layers if spec is not None else ()):
+    if spec is None:
+        return
+    for i, lay in enumerate(spec.layers):
         if lay.kv_lora_rank or not lay.kv_heads or not lay.q_heads:
             continue  # MLA, recurrent or attention-free layers: no grouped heads
         if lay.kv_heads > lay.q_heads or lay.q_heads % lay.kv_heads:

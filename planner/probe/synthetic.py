@@ -83,13 +83,13 @@ class SyntheticLM:
         self.torch = torch
         init = Init(device, dtype, seed)
         self.device, self.vocab = device, spec.vocab
-        if share_shell is not None:  # sample stacks of one model reuse one embedding/head (memory)
-            self.embed, self.norm, self.head = share_shell.embed, share_shell.norm, share_shell.head
-        else:
+        if share_shell is None:  # (this branch first: it gives the attributes their types)
             shell = shell_shapes(spec)
             self.embed = init.weight(shell["embed"], 1)
             self.norm = init.ones(shell["norm"])
             self.head = init.weight(shell["head"], spec.hidden) if "head" in shell else None
+        else:  # sample stacks of one model reuse one embedding/head (memory)
+            self.embed, self.norm, self.head = share_shell.embed, share_shell.norm, share_shell.head
         q_rank = mla_q_rank(spec)
         chosen = spec.layers if layers is None else layers
         self.layers = [Layer(init, lay, spec, context=context, extra=extra, q_rank=q_rank) for lay in chosen]

@@ -83,7 +83,12 @@ class MLAMixer:
         import torch
 
         n = x.shape[0]
-        q = (x @ self.wq.T) if self.wq is not None else (x @ self.wq_a.T) @ self.wq_b.T
+        if self.wq is not None:
+            q = x @ self.wq.T
+        elif self.wq_a is not None and self.wq_b is not None:  # q through its low-rank pair (q_lora_rank)
+            q = (x @ self.wq_a.T) @ self.wq_b.T
+        else:
+            raise UsageError("Cannot run a synthetic MLA layer with neither attn.wq nor attn.wq_a + attn.wq_b.")
         q = q.view(n, self.nh, self.nope + self.rope).transpose(0, 1)  # [nh, n, nope+rope]
         q_nope, q_rope = q[..., :self.nope], rope(q[..., self.nope:], pos)
         kv = x @ self.wkv_a.T  # [n, lat + rope]
@@ -180,6 +185,8 @@ class FFN:
         if self.kind == "dense":
             self.gate_up, self.down = init.weight(w["ffn.gate_up"], h), init.weight(w["ffn.down"])
         elif self.kind == "moe":
+            if spec.moe is None:
+                raise UsageError(f"Cannot build a synthetic MoE layer for '{spec.id}': the spec has no experts.")
             self.topk = spec.moe.experts_per_token
             self.router = init.weight(w["ffn.router"], h)
             self.e_gate_up = init.weight(w["ffn.experts_gate_up"], h)

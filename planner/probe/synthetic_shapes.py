@@ -68,7 +68,8 @@ class Shapes:
 
 def _attention_shapes(layer: LayerSpec, h: int, cap: int) -> Shapes:
     nq, nkv, hk, hv = layer.q_heads, layer.kv_heads, layer.head_dim_k, layer.head_dim_v or layer.head_dim_k
-    w = {"wq": (nq * hk, h), "wk": (nkv * hk, h), "wv": (nkv * hv, h), "wo": (h, nq * hv)}
+    w: dict[str, tuple[int, ...]] = {"wq": (nq * hk, h), "wk": (nkv * hk, h), "wv": (nkv * hv, h),
+                                     "wo": (h, nq * hv)}
     return Shapes(w, {"k": (nkv, cap, hk), "v": (nkv, cap, hv)})
 
 

@@ -145,7 +145,8 @@ def measure_round_robin(fns: Sequence[Callable[[], object]], *, device: str, rep
             round_s += s
             if timed:
                 samples[i].append(s)
-            if resets[i] is not None:
-                resets[i]()
+            reset = resets[i]
+            if reset is not None:
+                reset()
         done_warmup += 0 if timed else 1
     return [Timing(quantile(reject_outliers(s), 0.5), tuple(s), done_warmup, truncated) for s in samples]

@@ -14,6 +14,7 @@ from typing import Any
 
 from ..core.constants import JSON_SCHEMA_VERSION
 from ..core.fmt import fmt_bytes, fmt_count
+from ..fits.machine import Machine
 from ..plan.fleet import BEST_BY, Row, best_machine, figure_origins
 from .document import Block, Cell, Part, Plot
 from .plots import fleet_plot
@@ -65,11 +66,12 @@ def row_cells(r: Row) -> tuple[Cell, ...]:
     ctx = "-" if not r.fits else f"{r.max_context:,}" + (" (model max)" if r.max_context_limit == "model" else "")
     return (Cell(r.target.spec.id), Cell(fmt_count(r.target.params)), Cell(_fits(r)),
             Cell(fmt_bytes(r.headroom_bytes), r.headroom_bytes), Cell(ctx), Cell(r.weights_dtype or "as stored"),
-            Cell(_plan(r)), Cell(str(c.k) if r.speculates else "-"), Cell(c.kv_dtype if r.speculates else "-"),
+            Cell(_plan(r)), Cell(str(c.k) if c is not None and r.speculates else "-"),
+            Cell(c.kv_dtype if c is not None and r.speculates else "-"),
             Cell(_speedup(r)), Cell(_rate(r.baseline_tokens_per_s)), Cell(_rate(r.tokens_per_s)), Cell(_verdict(r)))
 
 
-def _figures(rows: Sequence[Row], m: Any) -> Block:
+def _figures(rows: Sequence[Row], m: Machine) -> Block:
     items = [f"{key}: {kind} ({src})" for key, (kind, src) in figure_origins(m).items()]
     return Block("list", items=tuple(items + costs_items(rows)))
 
@@ -112,12 +114,21 @@ def _summary(rows: Sequence[Row]) -> str:
 
 def machine_plot(rows: Sequence[Row], title: str) -> Plot | None:
     """The plot of one machine: the fitting rows' plain and best predicted tokens/s."""
-    shown = [r for r in rows if r.fits and r.baseline_tokens_per_s is not None]
-    if not shown:
+    labels: list[str] = []
+    plain: list[float] = []
+    best: list[float] = []
+    spread: list[tuple[float, float]] = []
+    for r in rows:
+        b, t, iv = r.baseline_tokens_per_s, r.tokens_per_s, r.tokens_per_s_interval
+        if not r.fits or b is None or t is None or iv is None:
+            continue  # no fit or no plain rate (t and iv are None only with b, or with no plan at all)
+        labels.append(_short(r.target.spec.id) + (f" ({r.weights_dtype})" if r.weights_dtype else ""))
+        plain.append(b)
+        best.append(t)
+        spread.append(iv)
+    if not labels:
         return None
-    svg = fleet_plot([_short(r.target.spec.id) + (f" ({r.weights_dtype})" if r.weights_dtype else "") for r in shown],
-                     [r.baseline_tokens_per_s for r in shown], [r.tokens_per_s for r in shown],
-                     [r.tokens_per_s_interval for r in shown], title)
+    svg = fleet_plot(labels, plain, best, spread, title)
     return Plot("tokens", "Predicted tokens/s: plain vs best plan", svg)
 
 
@@ -132,7 +143,7 @@ def _launch_blocks(rows: Sequence[Row]) -> list[Block]:
     return out
 
 
-def machine_part(index: int, m: Any, rows: Sequence[Row], *, plots: bool = True, context: int, batch: int) -> Part:
+def machine_part(index: int, m: Machine, rows: Sequence[Row], *, plots: bool = True, context: int, batch: int) -> Part:
     """One machine: where its figures come from, its rows as a table, the plot, the launch commands."""
     engines_used = sorted({r.engine for r in rows})
     head = (f"{m.display_name} ({m.name}, {m.origin}, {m.n_devices} device(s)); engine "
@@ -212,8 +223,9 @@ def row_json(r: Row) -> dict[str, Any]:
             "family": r.target.family, "params_total": r.target.params, "engine": r.engine, "context": r.context,
             "batch": r.batch, "fits": r.fits, "fits_as_stored": r.fits_as_stored, "weights_dtype": r.weights_dtype,
             "headroom_bytes": r.headroom_bytes, "max_context": r.max_context,
-            "max_context_limit": r.max_context_limit, "method": r.method, "draft": c.draft if spec else None,
-            "draft_ref": c.draft_ref if spec else None, "k": c.k if spec else None,
+            "max_context_limit": r.max_context_limit, "method": r.method,
+            "draft": c.draft if c is not None and spec else None,
+            "draft_ref": c.draft_ref if c is not None and spec else None, "k": c.k if c is not None and spec else None,
             "kv_dtype": c.kv_dtype if c is not None else None,
             "speedup": round(c.speedup, 4) if c is not None and r.fits else None,
             "speedup_interval": list(c.speedup_interval) if c is not None and r.fits else None,
@@ -225,7 +237,7 @@ def row_json(r: Row) -> dict[str, Any]:
             "costs_source": r.costs, "launch": dict(c.launch) if c is not None else {}, "error": r.error}
 
 
-def machine_json(m: Any) -> dict[str, Any]:
+def machine_json(m: Machine) -> dict[str, Any]:
     return {"name": m.name, "display_name": m.display_name, "kind": m.kind, "origin": m.origin,
             "devices": m.n_devices, "memory_bytes": m.memory_bytes, "bandwidth_bytes_per_s": m.bandwidth_bytes_per_s,
             "figures": {k: {"origin": kind, "source": src} for k, (kind, src) in figure_origins(m).items()}}

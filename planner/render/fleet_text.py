@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core.fmt import fmt_bytes
+from ..fits.machine import Machine
 from ..plan.fleet import BEST_BY, Row
 from . import width
 from .fleet import _short, matrix
@@ -40,7 +41,7 @@ def _plan_cell(r: Row) -> str:
     return name if r.method == "draft_model" or name.startswith(r.method) else f"{r.method}: {name}"
 
 
-def machine_text(m: Any, rows: Sequence[Row], summary: str) -> str:
+def machine_text(m: Machine, rows: Sequence[Row], summary: str) -> str:
     """One machine: its figures in a line, the rows (fits: yes, the quantisation it needs, or NO)."""
     head = [*width.wrap(f"{m.name}: {m.display_name}, {m.n_devices} x {fmt_bytes(m.memory_bytes)} ({m.origin})"),
             *width.wrap(summary, indent="  ")]

@@ -17,7 +17,7 @@ import re
 from collections.abc import Sequence
 
 from ..core.errors import one_line
-from .document import Block, Cell, Plot, Section
+from .document import Block, Cell, Part, Plot, Section
 from .escape import md as _md
 from .escape import md_cell, no_commands
 
@@ -45,11 +45,11 @@ def _md_block(b: Block, images: dict[str, str]) -> str:
     return "\n".join(lines)
 
 
-def image_name(stem: str, s: Section, plot: Plot) -> str:
+def image_name(stem: str, s: Section | Part, plot: Plot) -> str:
     return f"{stem}-{s.anchor}-{plot.name}.svg"
 
 
-def render_markdown(sections: Sequence[Section], *, title: str, subtitle: str, stem: str) -> str:
+def render_markdown(sections: Sequence[Section | Part], *, title: str, subtitle: str, stem: str) -> str:
     """Markdown with the same tables; figures link `<stem>-<section>-<plot>.svg` beside the file."""
     out = [f"# {_md(title)}", "", _md(subtitle, lines=True), ""]
     if len(sections) > 1:

@@ -45,7 +45,7 @@ def recommend_for(sc: Scenario) -> tuple[plan.Recommendation | None, str | None]
                   kv_dtypes=[d.kv_dtype] if d.kv_dtype else None),
             Workload(context=sc.settings.context, batch=sc.settings.batch, temperature=d.temperature),
             Pricing(costs_for=cost_fn, given_acceptance=sc.given_acceptance,
-                    measured_acceptance={sc.method.label: measured} if measured else None, k_max=k_top, k_fixed=d.k,
+                    measured_acceptance={sc.method.label: measured} if measured and sc.method else None, k_max=k_top, k_fixed=d.k,
                     adaptive=EVERY_ROUND if d.k is not None else None))
     except (MachineError, UsageError) as e:
         return None, str(e)
@@ -92,8 +92,9 @@ def build_section(sc: Scenario, index: int, *, judge: bool = True) -> Section:
     shown, origin = original, "given" if sc.method is not None else "none"
     if sc.method is None and rec is not None:
         # the recommended draft; when plain decoding wins, the best candidate that fits and pairs (to show why)
-        pick, origin_if = rec.choice, "recommended"
-        if not pick.draft:
+        pick: plan.Option | None = rec.choice
+        origin_if = "recommended"
+        if not rec.choice.draft:
             pick = next((o for o in rec.plans if o.usable), None)
             origin_if = "best candidate, not recommended"
         if pick is not None and pick.draft_ref:

@@ -186,12 +186,13 @@ def table(rows: list[list[Any]], headers: list[str], *, shrink: tuple[int, ...] 
                 break
             # never narrower than the column's longest piece: tabulate would break it mid-word
             word = max((len(w) for r in [headers, *rows] for w in pieces(str(r[i]), hyphens)), default=0)
-            now = limits[i] if limits[i] is not None else natural[i]
+            limit = limits[i]
+            now = limit if limit is not None else natural[i]
             cut = min(over, max(now - max(floor, min(word, max_word)), 0))
             if cut:
                 limits[i] = now - cut
                 over -= cut
-        cells = [[wrap_cell(str(c), limits[i], hyphens) if limits[i] is not None else c for i, c in enumerate(r)]
+        cells = [[wrap_cell(str(c), lim, hyphens) if (lim := limits[i]) is not None else c for i, c in enumerate(r)]
                  for r in safe]
         text = tabulate(cells, headers=headers, maxheadercolwidths=limits, escaped=True, **kwargs)
         over = max((len(line) for line in text.splitlines()), default=0) - width()

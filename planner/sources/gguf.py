@@ -19,7 +19,7 @@ from typing import Any
 from ..core import dtypes, ggml_types
 from ..core.constants import GGUF_MAX_HEADER_BYTES, GGUF_MAX_SPLITS, GGUF_MAX_TENSORS
 from ..core.errors import ConfigError, HeaderError, ModelNotFound, one_line
-from ..core.spec import ModelSpec, MtpSpec, TensorInfo, WeightInventory
+from ..core.spec import ModelSpec, MoESpec, MtpSpec, TensorInfo, WeightInventory
 from .gguf_arch import derive
 from .gguf_header import INTEGER_TYPES, GGUFHeader, SkippedArray, read_header
 from .gguf_tokenizer import fingerprint
@@ -139,7 +139,9 @@ def spec_from_gguf(loc: Located) -> ModelSpec:
     Raises:
         ConfigError: general.architecture or a required `{arch}.*` key is missing or invalid.
     """
-    h: GGUFHeader = loc.gguf
+    h = loc.gguf
+    if h is None:  # spec_from_located sends only a located GGUF here
+        raise ConfigError(f"Cannot read '{loc.ref}' as GGUF: no GGUF header was located.", loc.ref)
     arch = h.architecture
     if not arch:
         raise ConfigError(f"Cannot size the model from '{h.path}': GGUF key 'general.architecture' is missing "
@@ -197,7 +199,7 @@ def gguf_label(h: GGUFHeader, quant: str | None) -> str:
     return "-".join(x for x in (base, _str(h.metadata, "general.size_label"), quant) if x)
 
 
-def _inventory(h: GGUFHeader, excluded: tuple[str, ...], moe: Any) -> WeightInventory:
+def _inventory(h: GGUFHeader, excluded: tuple[str, ...], moe: MoESpec | None) -> WeightInventory:
     """Every stored tensor at its exact size; MTP (nextn) layers stored but not loaded are excluded."""
     skip = set(excluded)
     kept = [TensorInfo(t.name, t.shape, t.dtype, t.nbytes, classify(t.name, len(t.shape)))

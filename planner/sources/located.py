@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .gguf_header import GGUFHeader
 from .safetensors import RawTensor
 
 # A model name that says it is tuned to follow instructions (HF repo names, GGUF general.name).
@@ -34,4 +35,4 @@ class Located:
     catalog_entry: dict[str, Any] | None = None
     revision: str | None = None
     notes: list[str] = field(default_factory=list)
-    gguf: Any = None  # GGUF header reader result, for .gguf sources
+    gguf: GGUFHeader | None = None  # GGUF header reader result, for .gguf sources

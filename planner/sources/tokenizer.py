@@ -33,6 +33,7 @@ from ..core import constants
 from ..core.errors import ConfigError
 from ..core.jsonio import read_json, read_json_object
 from ..core.spec import ModelSpec, TokenizerFingerprint
+from .located import Located
 from .tokenizer_special import (
     ConfigFacts,
     class_vocab_type,
@@ -109,7 +110,7 @@ def _as_files(files: Mapping[str, Path] | Iterable[str | Path]) -> dict[str, Pat
     return {Path(p).name: Path(p) for p in files}
 
 
-def fingerprint_from_located(loc: Any, text_config: Mapping[str, Any] | None = None) -> TokenizerFingerprint | None:
+def fingerprint_from_located(loc: Located, text_config: Mapping[str, Any] | None = None) -> TokenizerFingerprint | None:
     """The load-time fingerprint: catalog facts, else the cheap tokenizer side files; never tokenizer.json.
 
     Args:

@@ -14,7 +14,7 @@ import os
 import stat
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal, overload
 
 from ..core import constants, jsonio
 from ..core.atomic import atomic_write, note_input
@@ -68,6 +68,12 @@ class _Reader:
             raise self.fail(f"{path}{key}", "a value", "nothing")
         return d[key]
 
+    # obj/number/integer: a required field (optional=False, the default) is never None
+    @overload
+    def obj(self, d: Mapping, key: str, path: str = "", *, optional: Literal[False] = False) -> Mapping: ...
+    @overload
+    def obj(self, d: Mapping, key: str, path: str = "", *, optional: bool) -> Mapping | None: ...
+
     def obj(self, d: Mapping, key: str, path: str = "", *, optional: bool = False) -> Mapping | None:
         v = self.get(d, key, path, optional=optional)
         if v is None and optional:
@@ -84,6 +90,13 @@ class _Reader:
             raise self.fail(f"{path}{key}", "a string", v)
         return v
 
+    @overload
+    def number(self, d: Mapping, key: str, path: str = "", *, lo: float = 0.0, hi: float = math.inf,
+               strict_lo: bool = False, optional: Literal[False] = False) -> float: ...
+    @overload
+    def number(self, d: Mapping, key: str, path: str = "", *, lo: float = 0.0, hi: float = math.inf,
+               strict_lo: bool = False, optional: bool) -> float | None: ...
+
     def number(self, d: Mapping, key: str, path: str = "", *, lo: float = 0.0, hi: float = math.inf,
                strict_lo: bool = False, optional: bool = False) -> float | None:
         v = self.get(d, key, path, optional=optional)
@@ -95,6 +108,12 @@ class _Reader:
             rng = f"{'>' if strict_lo else '>='} {lo:g}" + (f" and <= {hi:g}" if hi != math.inf else "")
             raise self.fail(f"{path}{key}", f"a finite number {rng}", v)
         return float(v)
+
+    @overload
+    def integer(self, d: Mapping, key: str, path: str = "", *, lo: int = 0,
+                optional: Literal[False] = False) -> int: ...
+    @overload
+    def integer(self, d: Mapping, key: str, path: str = "", *, lo: int = 0, optional: bool) -> int | None: ...
 
     def integer(self, d: Mapping, key: str, path: str = "", *, lo: int = 0, optional: bool = False) -> int | None:
         v = self.get(d, key, path, optional=optional)

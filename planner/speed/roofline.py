@@ -53,7 +53,7 @@ class MachineLike(Protocol):
     def bandwidth_bytes_per_s(self) -> float: ...
 
     @property
-    def peak_flops(self) -> Mapping[str, float]: ...  # keys: "bf16", "fp16", "fp8", "int8"
+    def peak_flops(self) -> Mapping[str, float | None]: ...  # keys: "bf16", "fp16", "fp8", "int8"
 
 
 @dataclass(frozen=True)
@@ -61,7 +61,7 @@ class Roof:
     """A minimal MachineLike for callers holding raw figures (tests, a JSON dict)."""
 
     bandwidth_bytes_per_s: float
-    peak_flops: Mapping[str, float]
+    peak_flops: Mapping[str, float | None]  # None or 0: no figure for that dtype (peak_flops_for skips it)
     name: str = "machine"
     kind: str = "gpu"  # gpu | apple | cpu: which kernels the engine runs (Engine.verify_backend)
     tp: int = 1  # tensor-parallel ranks the figures aggregate (each forward all-reduces across them)
