@@ -10,10 +10,12 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .gguf_header import GGUFHeader
 from .safetensors import RawTensor
+
+if TYPE_CHECKING:  # start-up: a folder's ledger never loads the GGUF reader (tests/test_cli_startup.py)
+    from .gguf_header import GGUFHeader
 
 # A model name that says it is tuned to follow instructions (HF repo names, GGUF general.name).
 INSTRUCT_NAME = re.compile(r"instruct|chat|(^|[-_])it($|[-_])|-sft|-dpo|thinking", re.I)
