@@ -155,6 +155,24 @@ def evaluate_option(problem: fit.Problem, method: DraftingMethod, compat: Compat
                   method=method, problem=problem)
 
 
+def split_restrict(compat: Compatibility, draft: ModelSpec | None, layout: fit.Layout,
+                   engine: Engine) -> tuple[Compatibility, fit.Layout]:
+    """A candidate draft the engine would shard at the target's tp, but whose heads do not divide it: refused
+    as laid out (fit's rule, fits/fit.heads_refuse_tp) and sized on device 0, so its row keeps a headroom.
+
+    Why here: one such candidate (`--candidates smollm2-135m-instruct` beside a 70B at tp 8) used to end the
+    whole recommendation with an error about a --tp the user never gave; the other drafts still plan.
+    """
+    if draft is None or layout.tp == 1 or layout.draft_device is not None or not engine.tp_splits_heads:
+        return compat, layout
+    why = fit.heads_refuse_tp(draft, layout.tp, engine)
+    if why is None or not compat.runs:
+        return compat, layout
+    v = replace(compat.verdict, compatible=False, failed_rule="draft_tensor_parallel",
+                detail=f"the draft at tp {layout.tp}: {why}; --draft-device N runs it on one device")
+    return replace(compat, verdict=v, fallback=None), replace(layout, draft_device=0)
+
+
 def _style_match(target: ModelSpec, draft: ModelSpec | None) -> bool:
     if draft is None or target.instruct is None or draft.instruct is None:
         return True
@@ -217,13 +235,14 @@ def recommend(target: Target, where: Where, load: Workload, pricing: Pricing | N
     for method in conditioned(cands, temperature=load.temperature, workload=load.prompts,
                               rule=engine.sampled_acceptance):
         compat = hybrid.restrict(method.compatibility(spec, engine, context=load.context), spec, method.kind, engine)
+        compat, lay = split_restrict(compat, method.resident_model(), layout, engine)
         alpha = acceptance_for(spec, method, given=pricing.given_acceptance,
                                measured=(pricing.measured_acceptance or {}).get(method.label), tli=compat.tli_alpha)
         for kv in kv_dtypes or engine.kv_options:
             s = Settings(context=load.context, batch=load.batch, resolved_engine=engine,
                          kv_dtype=None if kv == "auto" else kv, weights_dtype=target.weights_dtype,
                          spec_tokens=pricing.k_max)
-            problem = fit.Problem(spec, machine, s, layout, draft=method.resident_model(),
+            problem = fit.Problem(spec, machine, s, lay, draft=method.resident_model(),
                                   draft_settings=method.settings_for(s), utilization=where.utilization)
             costs = hybrid.priced(costs_for(method, s), spec, method.kind, s, alpha.alpha, machine.kind,
                                   machine.bandwidth_bytes_per_s)
