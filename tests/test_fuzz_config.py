@@ -80,10 +80,7 @@ def test_fuzz_config_reader(files):
 def test_fuzz_config_cli(files):
     with scratch() as d:
         _write(d, files)
-        # the formulas' path: a hostile low-confidence config would otherwise start the meta-device worker
-        # (seconds per input, bounded by its own deadline; tests/test_meta_inventory.py covers its refusals)
-        run_cli(["memory", str(d), "--json", "--context", "4096", "--inventory", "analytic"],
-                [d / n for n in files])
+        run_cli(["memory", str(d), "--json", "--context", "4096"], [d / n for n in files])
 
 
 # --- every numeric field, one at a time, at an extreme value ------------------------------------

@@ -111,16 +111,27 @@ def test_an_unknown_mode_is_a_usage_error():
 
 
 def test_memory_on_a_known_config_starts_no_meta_worker_and_imports_no_torch(tmp_path):
-    """`planner memory DIR --json` (default --inventory auto) on a config the formulas know: no worker, no
-    torch or transformers in the process."""
+    """`planner memory DIR --json --inventory auto` on a config the formulas know: no worker, no torch or
+    transformers in the process."""
     d = folder(tmp_path, FIXTURES / "configs" / "Llama-3.1-8B.json", "Llama-3.1-8B")
     code = ("import sys\nimport planner.sources.meta_inventory as mi\n"
             "def boom(*a, **k):\n    raise AssertionError('meta worker started')\n"
             "mi.meta_inventory = boom\nfrom planner.cli import main\n"
-            "try:\n    main(['memory', sys.argv[1], '--json'])\n"
+            "try:\n    main(['memory', sys.argv[1], '--json', '--inventory', 'auto'])\n"
             "except SystemExit as e:\n    assert e.code == 0, e.code\n"
             "heavy = [m for m in ('torch', 'transformers', 'accelerate') if m in sys.modules]\n"
             "assert not heavy, heavy\n")
     done = subprocess.run([sys.executable, "-c", code, str(d)], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     assert json.loads(done.stdout)["models"][0]["provenance"]["weights"].startswith("config shapes")
+
+
+@REAL
+def test_the_cli_json_names_the_meta_source():
+    """`planner memory DIR --json --inventory auto` on GPT-J: the JSON says which source built the weights."""
+    done = subprocess.run([sys.executable, "-m", "planner.cli", "memory", str(FIXTURES / "meta" / "gpt-j-6b"),
+                           "--json", "--inventory", "auto"], capture_output=True, text=True, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    model = json.loads(done.stdout)["models"][0]
+    assert "GPTJForCausalLM on the meta device" in model["provenance"]["weights"]
+    assert model["confidence"] == "high"

@@ -45,8 +45,8 @@ WeightsDtypeOpt = Annotated[str | None, typer.Option(
 GroupSizeOpt = Annotated[int, typer.Option("--group-size", help="Quantisation group size (int4, fp8 blocks).",
                                            min=1, max=1 << 20)]
 InventoryOpt = Annotated[str, typer.Option(
-    "--inventory", help="Tensors of a config without weights: auto (transformers on the meta device when the "
-                        "formulas are low confidence), meta (always try it), analytic (formulas only).")]
+    "--inventory", help="Tensors of a config without weights: analytic (formulas only), auto (transformers on "
+                        "the meta device when the formulas are low confidence), meta (always try it).")]
 OverheadOpt = Annotated[str | None, typer.Option("--overhead", help="Runtime overhead per device, e.g. 1GiB.")]
 MarginOpt = Annotated[str | None, typer.Option("--margin", help="Safety margin left free on each device, e.g. "
                                                                 "512MiB or 0 (default: 1 GiB, what llama.cpp's "

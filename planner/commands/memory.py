@@ -49,7 +49,7 @@ def memory(
     weights_dtype: WeightsDtypeOpt = None,
     group_size: GroupSizeOpt = 128,
     revision: RevisionOpt = None,
-    inventory: InventoryOpt = "auto",
+    inventory: InventoryOpt = "analytic",
     overhead: OverheadOpt = None,
     as_json: JsonOpt = False,
     wide: WideOpt = False,
@@ -61,7 +61,7 @@ def memory(
       planner memory llama-3.1-8b --context 8k
       planner memory Qwen/Qwen2.5-7B-Instruct --draft Qwen/Qwen2.5-0.5B-Instruct --engine vllm --json
       planner memory ./my-model --kv-dtype q8_0 --engine llama.cpp
-      planner memory ./new-arch --inventory meta --json
+      planner memory ./new-arch --inventory auto --json
       planner memory target.gguf --draft draft.gguf --parallel 4 --draft-context 4k
     """
     width.set_wide(wide)
