@@ -34,12 +34,13 @@ from ._output import emit, engine_for, say, warn
 # Every optional parameter's default, as the typer face declares it (memory.py reads them from here).
 DEFAULTS: dict[str, Any] = {"draft": None, "method_kind": None, "context": str(DEFAULT_CONTEXT), "batch": 1, "draft_context": None,
             "engine": "auto", "kv_dtype": None, "weights_dtype": None, "group_size": 128, "revision": None,
+            "inventory": "analytic",
             "overhead": None, "as_json": False, "wide": False}
 
 
 def run(model: str, *, draft: str | None, method_kind: str | None, context: str, batch: int,
         draft_context: str | None, engine: str, kv_dtype: str | None, weights_dtype: str | None, group_size: int,
-        revision: str | None, overhead: str | None, as_json: bool, wide: bool) -> None:
+        revision: str | None, inventory: str, overhead: str | None, as_json: bool, wide: bool) -> None:
     """Print the memory ledger of `model` (and of what a draft or method keeps resident) for these settings.
 
     Every option is given: the typer face passes its parameters, the fast path `DEFAULTS` under what argv set.
@@ -48,7 +49,7 @@ def run(model: str, *, draft: str | None, method_kind: str | None, context: str,
     folder = gguf_folder(model) if paths.is_dir(model) else None  # a folder of GGUF variants: list them
     if folder is None:
         try:
-            target = load_spec(model, revision=revision)
+            target = load_spec(model, revision=revision, inventory=inventory)
         except PlannerError:
             folder = gguf_folder(model)  # a Hugging Face GGUF repo in the local cache (no config.json to plan)
             if folder is None:
@@ -131,6 +132,7 @@ FAST = FastCommand("memory", "model", {
     **_spellings("weights_dtype", str, "--weights-dtype"),
     **_spellings("group_size", int, "--group-size", lo=1, hi=1 << 20),
     **_spellings("revision", str, "--revision"),
+    **_spellings("inventory", str, "--inventory"),
     **_spellings("overhead", str, "--overhead"),
     **_spellings("as_json", bool, "--json"),
     **_spellings("wide", bool, "--wide"),

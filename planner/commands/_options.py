@@ -44,6 +44,9 @@ WeightsDtypeOpt = Annotated[str | None, typer.Option(
     "--weights-dtype", help="Re-size weights as bf16, fp16, fp8, int8, int4 (GPTQ/AWQ), nf4, mxfp4, q8_0, q4_k...")]
 GroupSizeOpt = Annotated[int, typer.Option("--group-size", help="Quantisation group size (int4, fp8 blocks).",
                                            min=1, max=1 << 20)]
+InventoryOpt = Annotated[str, typer.Option(
+    "--inventory", help="Tensors of a config without weights: analytic (formulas only), auto (transformers on "
+                        "the meta device when the formulas are low confidence), meta (always try it).")]
 OverheadOpt = Annotated[str | None, typer.Option("--overhead", help="Runtime overhead per device, e.g. 1GiB.")]
 MarginOpt = Annotated[str | None, typer.Option("--margin", help="Safety margin left free on each device, e.g. "
                                                                 "512MiB or 0 (default: 1 GiB, what llama.cpp's "

@@ -15,6 +15,7 @@ from ._options import (
     DraftOpt,
     EngineAutoOpt,
     GroupSizeOpt,
+    InventoryOpt,
     JsonOpt,
     KvDtypeOpt,
     MethodOpt,
@@ -40,6 +41,7 @@ def memory(
     weights_dtype: WeightsDtypeOpt = D["weights_dtype"],
     group_size: GroupSizeOpt = D["group_size"],
     revision: RevisionOpt = D["revision"],
+    inventory: InventoryOpt = D["inventory"],
     overhead: OverheadOpt = D["overhead"],
     as_json: JsonOpt = D["as_json"],
     wide: WideOpt = D["wide"],
@@ -53,8 +55,10 @@ def memory(
       planner memory ./Qwen2.5-7B-Instruct-GGUF   (a folder or cached repo of GGUF files: one row each)
       planner memory Qwen/Qwen2.5-7B-Instruct --draft Qwen/Qwen2.5-0.5B-Instruct --engine vllm --json
       planner memory ./my-model --kv-dtype q8_0 --engine llama.cpp
+      planner memory ./new-arch --inventory auto --json
       planner memory target.gguf --draft draft.gguf --parallel 4 --draft-context 4k
     """
     _ledger.run(model, draft=draft, method_kind=method_kind, context=context, batch=batch,
                 draft_context=draft_context, engine=engine, kv_dtype=kv_dtype, weights_dtype=weights_dtype,
-                group_size=group_size, revision=revision, overhead=overhead, as_json=as_json, wide=wide)
+                group_size=group_size, revision=revision, inventory=inventory, overhead=overhead,
+                as_json=as_json, wide=wide)

@@ -52,6 +52,16 @@ def hf_token() -> str | None:
 HOST_KINDS = ("gpu", "apple", "cpu", "none")
 
 
+def child_env_offline(import_root: str) -> dict[str, str]:
+    """The environment of a worker process that must not reach the network (the meta-device inventory):
+    this one, with the Hub and transformers offline, one CPU thread, and `import_root` first on the path
+    (so the worker imports this very package, installed or not)."""
+    env = dict(os.environ)
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", OMP_NUM_THREADS="1",
+               PYTHONPATH=os.pathsep.join(p for p in (import_root, env.get("PYTHONPATH", "")) if p))
+    return env
+
+
 def profile_dir_override() -> str | None:
     """SPEC_PLANNER_PROFILE_DIR: the directory saved machine profiles live in, in place of the user's cache
     directory (fits/machine_profile.py); tests point it at a tmp dir."""
@@ -167,6 +177,14 @@ CPU_USABLE_FRACTION = 0.9
 # Runtime overhead of Metal and CPU-only runs: no CUDA context; the engine's host buffers are in
 # the activations term and the OS share is outside the budget already (usable fraction). Assumed 0.
 HOST_OVERHEAD_BYTES = 0
+# The meta-device inventory (sources/meta_inventory.py, probe/meta_worker.py; docs/ledger.md "Inventory
+# sources"): the worker process's deadline, its address-space cap, and the bytes read each way. Measured on
+# a busy 2-core host: importing torch + transformers 2-4 s, DeepSeek-V3 (671B, 256 experts) built on the
+# meta device in 1.6-3.2 s, the whole worker 4.9-8.8 s, under a 2 GiB address-space cap too.
+META_TIMEOUT_S = 20.0
+META_MEMORY_MAX_BYTES = 4 * GiB
+META_CONFIG_MAX_BYTES = 1 * MiB
+META_OUTPUT_MAX_BYTES = 32 * MiB
 # Machine detection: how long nvidia-smi/sysctl may take, and how much of their output is read.
 DETECT_TIMEOUT_S = 10.0
 DETECT_OUTPUT_MAX_BYTES = 1 * MiB

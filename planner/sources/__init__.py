@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ..core import quant, quant_checkpoint
-from ..core.errors import one_line
+from ..core.errors import UnsupportedArchitecture, one_line
 from ..core.spec import ModelSpec, TensorInfo, WeightInventory
+from . import meta_inventory
 from .arch import derive
 from .arch.base import ArchSpec, Tensors, token_ids
 from .arch.towers import TOWER_KEYS, size_towers
@@ -39,12 +40,15 @@ __all__ = ["load_spec", "locate", "spec_from_located"]
 _CATALOG_SPECS: dict[tuple[str, str], tuple[dict[str, Any], ModelSpec]] = {}
 
 
-def load_spec(ref: str, *, revision: str | None = None) -> ModelSpec:
+def load_spec(ref: str, *, revision: str | None = None, inventory: str = "analytic") -> ModelSpec:
     """Resolve `ref` and describe the model.
 
     Args:
         ref: a local directory, a config.json or .gguf path, a Hugging Face id, or a catalog alias.
         revision: Hub revision (branch, tag or commit); skips the catalog.
+        inventory: where a header-less config's tensors come from (`meta_inventory.MODES`): "analytic"
+            (the layer-kind formulas), "auto" (transformers on the meta device when those are low
+            confidence) or "meta" (always try it first); docs/ledger.md "Inventory sources".
 
     Returns:
         The ModelSpec, with `provenance` naming where weights, shapes and dtype came from.
@@ -56,10 +60,11 @@ def load_spec(ref: str, *, revision: str | None = None) -> ModelSpec:
         >>> load_spec("llama-3.1-8b").weights.resident_bytes
         16060522496
     """
+    meta_inventory.check_mode(inventory)
     loc = locate(ref, revision=revision)
     entry = loc.catalog_entry
-    if loc.source != "catalog" or entry is None:
-        return spec_from_located(loc)
+    if loc.source != "catalog" or entry is None or inventory != "analytic":
+        return spec_from_located(loc, inventory=inventory)
     key = (str(entry.get("_file")), ref)
     hit = _CATALOG_SPECS.get(key)
     if hit is not None and hit[0] is entry:  # the same entry object: the same spec
@@ -69,14 +74,25 @@ def load_spec(ref: str, *, revision: str | None = None) -> ModelSpec:
     return spec
 
 
-def spec_from_located(loc: Located) -> ModelSpec:
-    """Interpret located files: arch shapes + weight inventory + provenance."""
+def spec_from_located(loc: Located, *, inventory: str = "analytic") -> ModelSpec:
+    """Interpret located files: arch shapes + weight inventory + provenance (`inventory`: see load_spec)."""
     if loc.gguf is not None:
         from .gguf import spec_from_gguf  # start-up (issue #33): only a GGUF's ledger loads the GGUF reader
 
         return spec_from_gguf(loc)
     text, vision, wrapper = normalise(loc.config, loc.config_origin)
-    arch, arch_name, warnings = derive(text, origin=loc.config_origin, nested=is_nested(loc.config))
+    built: meta_inventory.MetaInventory | meta_inventory.MetaRefusal | None = None
+    try:
+        arch, arch_name, warnings = derive(text, origin=loc.config_origin, nested=is_nested(loc.config))
+    except UnsupportedArchitecture:
+        # the formulas cannot even read the config (its own spellings): transformers' config class may
+        if not meta_inventory.wanted(inventory, has_headers=loc.tensors is not None, low=True):
+            raise
+        built = meta_inventory.meta_inventory(loc.config)
+        if isinstance(built, meta_inventory.MetaRefusal):
+            raise
+        text = {**built.standard, **text}
+        arch, arch_name, warnings = derive(text, origin=loc.config_origin, nested=is_nested(loc.config))
     guesses = list(arch.guesses)
     weight_guesses: list[str] = []  # what only the weights rest on: moot once headers give them
     logical = _config_tensors(arch, vision, loc.config, wrapper, loc.config_origin, weight_guesses)
@@ -92,7 +108,10 @@ def spec_from_located(loc: Located) -> ModelSpec:
     provenance: dict[str, str] = {}
     origin_label = {"local": "config.json", "hf-cache": "config.json (HF cache)", "hub": "config.json (Hub)",
                     "catalog": "catalog config"}[loc.source]
-    mtp, stored_extra = arch.mtp, 0
+    mtp, stored_extra, quant_guess = arch.mtp, 0, []
+    # mlx-lm writes `quantization` (and, since mlx-lm #957, the same dict as quantization_config)
+    qc = text.get("quantization_config") or text.get("quantization")
+    scheme = quant_checkpoint.from_quantization_config(qc) if isinstance(qc, dict) and loc.tensors is None else None
     if loc.tensors is not None:
         inv = inventory_from_header(loc.tensors, n_layers=len(arch.layers), tied=arch.tied,
                                     logical=(total, active),
@@ -102,9 +121,6 @@ def spec_from_located(loc: Located) -> ModelSpec:
         stored_extra = inv.excluded_bytes - (mtp.nbytes if mtp else 0)
     else:
         stored: Sequence[TensorInfo] = logical  # re-sized as a tuple under a quantization_config
-        # mlx-lm writes `quantization` (and, since mlx-lm #957, the same dict as quantization_config)
-        qc = text.get("quantization_config") or text.get("quantization")
-        scheme = quant_checkpoint.from_quantization_config(qc) if isinstance(qc, dict) else None
         stored_only = quant.apply(arch.stored_tensors, scheme) if scheme is not None else arch.stored_tensors
         stored_extra = sum(x.nbytes for x in stored_only)
         if scheme is not None:
@@ -112,8 +128,9 @@ def spec_from_located(loc: Located) -> ModelSpec:
             if mtp is not None and arch.mtp_tensors:
                 mtp = dataclasses.replace(mtp, nbytes=sum(x.nbytes for x in quant.apply(arch.mtp_tensors, scheme)))
         elif isinstance(qc, dict):
-            guesses.append(f"quantization_config {qc.get('quant_method', '?')!r} not modelled: weights sized "
-                           f"unquantised")
+            quant_guess.append(f"quantization_config {qc.get('quant_method', '?')!r} not modelled: weights sized "
+                               f"unquantised")
+            guesses += quant_guess
         inv = WeightInventory(tensors=tuple(stored), source="config", params_total=total, params_active=active,
                               notes=tuple(loc.notes))
         provenance["weights"] = f"config shapes ({origin_label})" + (f", {scheme.name} per quantization_config"
@@ -125,13 +142,30 @@ def spec_from_located(loc: Located) -> ModelSpec:
     if arch.defaults_used and arch_name != "generic":
         provenance["defaults"] = f"transformers {arch_name} defaults for absent keys"
     guesses += _unread_guesses(text, arch, arch_name, loc.config, wrapper)
+    kv_ok, meta_note = False, None
+    if built is None and meta_inventory.wanted(inventory, has_headers=loc.tensors is not None, low=bool(guesses)):
+        built = meta_inventory.meta_inventory(loc.config)
+    if built is not None:
+        if isinstance(built, meta_inventory.MetaRefusal):
+            meta_note = f"meta-device inventory not built ({built.status}): {built.reason}"
+        else:  # transformers' structure replaces the formulas' weights; the layer plan still sizes the KV
+            inv, meta_mtp, stored_extra = meta_inventory.meta_weights(
+                built, n_layers=len(arch.layers), tied=arch.tied, headless=bool(headless), scheme=scheme,
+                moe=(arch.moe.experts, arch.moe.experts_per_token) if arch.moe else None)
+            mtp = meta_mtp or mtp
+            provenance["weights"] = built.label + (f", {scheme.name} per quantization_config" if scheme else "")
+            kv_ok = meta_inventory.kv_widths_agree(built, arch.layers)
+            guesses = [*arch.guesses, *quant_guess,
+                       *_unread_guesses(text, arch, arch_name, loc.config, wrapper, meta_kv=kv_ok,
+                                        also_read=built.aliased)]
     shaped = [k for k in arch.defaults_used if k in _SHAPE_DEFAULTS]
     assumptions = [*guesses, *([f"transformers {arch_name} defaults for absent keys: {', '.join(shaped[:6])}"]
                                if shaped and arch_name != "generic" else []),
                    *([] if text.get("torch_dtype") else ["no dtype key: weights assumed bf16"]),
                    *([headless] if headless and not headless.startswith("guess") else []),
                    *([f"{mtp.layers} MTP layer(s) declared by the config counted as stored (checkpoint_bytes); a "
-                      f"derivative re-saved without them stores less"] if mtp and mtp.source == "config" else [])]
+                      f"derivative re-saved without them stores less"] if mtp and mtp.source == "config" else []),
+                   *([meta_note] if meta_note else [])]
     gen = loc.generation_config or {}
     eos = token_ids(gen.get("eos_token_id")) or arch.eos_token_ids
     bos_ids = token_ids(gen.get("bos_token_id"))
@@ -148,9 +182,9 @@ def spec_from_located(loc: Located) -> ModelSpec:
         bos_token_id=bos_ids[0] if bos_ids else arch.bos_token_id, eos_token_ids=eos,
         quantization=_quant_method(text), instruct=_instruct(loc, entry),
         state_dtype=arch.state_dtype, llamacpp_swa=arch.llamacpp_swa, provenance=provenance,
-        warnings=tuple(dict.fromkeys(warnings + notes)),  # loc.notes are also the inventory's notes: once each
+        warnings=tuple(dict.fromkeys(warnings + notes + ([meta_note] if meta_note and inventory == "meta" else []))),  # loc.notes are also the inventory's notes: once each
         mtp=mtp, stored_extra_bytes=stored_extra,
-        confidence=level(registered=arch_name != "generic", from_headers=loc.tensors is not None, guesses=guesses),
+        confidence=level(registered=arch_name != "generic" or kv_ok, from_headers=loc.tensors is not None, guesses=guesses),
         assumptions=tuple(dict.fromkeys(assumptions)))
 
 
@@ -168,18 +202,25 @@ _READ_SUBCONFIGS = ("text_config", "llm_config", "language_config", "vision_conf
 
 
 def _unread_guesses(text: dict[str, Any], arch: ArchSpec, arch_name: str, top: dict[str, Any],
-                    wrapper: str) -> list[str]:
-    """Why the figures are a guess: unregistered type, structural keys nothing read, towers ignored."""
+                    wrapper: str, *, meta_kv: bool | None = None, also_read: tuple[str, ...] = ()) -> list[str]:
+    """Why the figures are a guess: unregistered type, structural keys nothing read, towers ignored.
+
+    `meta_kv` is None on the analytic path; once transformers built the weights on the meta device it says
+    whether its K/V projections confirmed the layer plan's KV widths: then only what may still change
+    the cache stays a guess (an unread key about windows, heads or layer kinds; an unconfirmed plan)."""
     out = []
-    if arch_name == "generic":
+    if arch_name == "generic" and not meta_kv:
         out.append(f"model_type '{text.get('model_type')}' is not a registered architecture: sized by the "
-                   f"standard decoder rule")
-    unread = structural_unread(text, arch.read_keys | TOWER_KEYS)
+                   f"standard decoder rule" + ("" if meta_kv is None else " (KV widths not confirmed by the "
+                                                                         "meta-device K/V projections)"))
+    unread = structural_unread(text, arch.read_keys | TOWER_KEYS | set(also_read))
+    if meta_kv is not None:
+        unread = meta_inventory.kv_relevant(unread)
     if unread:
         out.append(f"config keys that look structural but no rule reads them: {', '.join(unread[:8])}")
     ignored = [k for k, v in top.items() if isinstance(v, dict) and k.endswith("_config")
                and k not in _READ_SUBCONFIGS and k not in arch.read_keys]
-    if ignored:
+    if ignored and meta_kv is None:
         out.append(f"sub-config(s) not sized: {', '.join(ignored[:4])}")
     return out
 
