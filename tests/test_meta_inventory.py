@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from planner import engines
 from planner.core.errors import UnsupportedArchitecture, UsageError
 from planner.fits.memory import Settings, kv_per_token
 from planner.sources import load_spec
@@ -25,7 +26,7 @@ from planner.sources.meta_inventory import MetaRefusal, meta_inventory
 FIXTURES = Path(__file__).parent / "fixtures"
 REAL = pytest.mark.skipif(find_spec("torch") is None or find_spec("transformers") is None,
                           reason="the meta-device inventory needs torch + transformers (the `real` extra)")
-VLLM = Settings(context=4096, engine="vllm")
+VLLM = Settings(context=4096, resolved_engine=engines.get("vllm"))
 
 
 def folder(tmp_path: Path, config: Path, name: str) -> Path:
