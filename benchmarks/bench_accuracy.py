@@ -26,7 +26,7 @@ import torch
 import transformers
 
 from planner.bench.decode import HFStepper
-from planner.bench.runner import run_pair
+from planner.bench.runner import Timing, run_pair
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -150,7 +150,7 @@ def main() -> int:
         if args.only and name != args.only:
             continue
         mk_t, mk_d, prompts = build()
-        r = run_pair(mk_t, mk_d, prompts, k=k, tokens=args.tokens, repeats=args.repeats, clock=clock)
+        r = run_pair(mk_t, mk_d, prompts, k=k, tokens=args.tokens, repeats=args.repeats, timing=Timing(clock=clock))
         err = abs(r.error)
         worst = max(worst, err)
         sign_ok = (r.measured_speedup > 1) == (r.predicted_speedup > 1)

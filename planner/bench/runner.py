@@ -151,18 +151,28 @@ def _decode_all(fn: Callable[[list[int]], DecodeResult], prompts: Sequence[list[
     return sum(r.seconds for r in results), results
 
 
+@dataclass(frozen=True)
+class Timing:
+    """How a bench reads time: `sync` waits for the device around the clock, `clock` is wall time or this
+    thread's CPU time (`time.thread_time`, with one torch thread: immune to other processes)."""
+
+    sync: Callable[[], None] = lambda: None
+    clock: Callable[[], float] = time.perf_counter
+
+
 def run_pair(make_target: MakeStepper, make_draft: MakeStepper, prompts: Sequence[list[int]], *, k: int,
              tokens: int, temperature: float = 0.0, repeats: int = 3, warmup: int = WARMUP, seed: int = 0,
-             sync: Callable[[], None] = lambda: None, cost_repeats: int = 5,
-             clock: Callable[[], float] = time.perf_counter,
+             cost_repeats: int = 5, timing: Timing = Timing(),  # frozen: one shared default is safe
              progress: Callable[[str], None] = lambda what: None) -> BenchResult:
     """Baseline vs speculative tokens/s on the same prompts, and the prediction from measured costs.
 
     Each repeat decodes every prompt with fresh caches; the median total time over repeats is used.
-    `clock=time.thread_time` (with one torch thread) times CPU work only, immune to other processes.
-    `progress(what)` is called after each of the 2 x (warmup + repeats) x prompts decodes.
+    `timing` says how time is read (Timing); `progress(what)` is called after each of the
+    2 x (warmup + repeats) x prompts decodes.
     """
     import torch
+
+    sync, clock = timing.sync, timing.clock
 
     def gen() -> Any:
         return torch.Generator().manual_seed(seed)

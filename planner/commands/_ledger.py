@@ -11,7 +11,7 @@ speed modules they bring) are imported only when --draft or --method asks for on
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -31,25 +31,51 @@ from ..sources.gguf_variants import gguf_folder, variants
 from ._fastcli import FastCommand, Opt
 from ._output import emit, engine_for, say, warn
 
-# Every optional parameter's default, as the typer face declares it (memory.py reads them from here).
-DEFAULTS: dict[str, Any] = {"draft": None, "method_kind": None, "context": str(DEFAULT_CONTEXT), "batch": 1, "draft_context": None,
-            "engine": "auto", "kv_dtype": None, "weights_dtype": None, "group_size": 128, "revision": None,
-            "inventory": "analytic",
-            "overhead": None, "as_json": False, "wide": False}
 
+@dataclass(frozen=True)
+class MemoryArgs:
+    """`planner memory`'s options, whichever parser read them (the typer face in memory.py or FAST below).
 
-def run(model: str, *, draft: str | None, method_kind: str | None, context: str, batch: int,
-        draft_context: str | None, engine: str, kv_dtype: str | None, weights_dtype: str | None, group_size: int,
-        revision: str | None, inventory: str, overhead: str | None, as_json: bool, wide: bool) -> None:
-    """Print the memory ledger of `model` (and of what a draft or method keeps resident) for these settings.
-
-    Every option is given: the typer face passes its parameters, the fast path `DEFAULTS` under what argv set.
+    One value instead of 15 keyword parameters (tests/test_parameter_count.py); its defaults are the typer
+    face's (`DEFAULTS`), and tests/test_fastcli.py holds the two option tables equal.
     """
-    width.set_wide(wide)
+
+    model: str
+    draft: str | None = None
+    method_kind: str | None = None
+    context: str = str(DEFAULT_CONTEXT)
+    batch: int = 1
+    draft_context: str | None = None
+    engine: str = "auto"
+    kv_dtype: str | None = None
+    weights_dtype: str | None = None
+    group_size: int = 128
+    revision: str | None = None
+    inventory: str = "analytic"
+    overhead: str | None = None
+    as_json: bool = False
+    wide: bool = False
+
+
+# Every optional parameter's default, as the typer face declares it (memory.py reads them from here).
+DEFAULTS: dict[str, Any] = {f.name: f.default for f in fields(MemoryArgs) if f.name != "model"}
+
+
+def run_fast(**given: Any) -> None:
+    """The fast path's entry (commands/_fastcli.py gives keyword arguments): the same `run`."""
+    run(MemoryArgs(**given))
+
+
+def run(a: MemoryArgs) -> None:
+    """Print the memory ledger of `a.model` (and of what a draft or method keeps resident) for these settings."""
+    model, draft, method_kind, context, batch = a.model, a.draft, a.method_kind, a.context, a.batch
+    engine, kv_dtype, weights_dtype, revision, overhead = a.engine, a.kv_dtype, a.weights_dtype, a.revision, a.overhead
+    draft_context, as_json = a.draft_context, a.as_json
+    width.set_wide(a.wide)
     folder = gguf_folder(model) if paths.is_dir(model) else None  # a folder of GGUF variants: list them
     if folder is None:
         try:
-            target = load_spec(model, revision=revision, inventory=inventory)
+            target = load_spec(model, revision=revision, inventory=a.inventory)
         except PlannerError:
             folder = gguf_folder(model)  # a Hugging Face GGUF repo in the local cache (no config.json to plan)
             if folder is None:
@@ -68,7 +94,7 @@ def run(model: str, *, draft: str | None, method_kind: str | None, context: str,
     settings = mem.Settings(context=parse_tokens(context), batch=batch,
                             resolved_engine=engines.get(engine_for(engine, target, dspec, kind=kind)),
                             kv_dtype=kv_dtype, weights_dtype=dtypes[0] if len(dtypes) == 1 else None,
-                            group_size=group_size,
+                            group_size=a.group_size,
                             overhead_bytes=parse_bytes(overhead, what="--overhead") if overhead else None,
                             draft_context=parse_tokens(draft_context, what="--draft-context") if draft_context
                             else None)
@@ -136,4 +162,4 @@ FAST = FastCommand("memory", "model", {
     **_spellings("overhead", str, "--overhead"),
     **_spellings("as_json", bool, "--json"),
     **_spellings("wide", bool, "--wide"),
-}, run)
+}, run_fast)

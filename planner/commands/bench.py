@@ -13,7 +13,7 @@ from ..bench.deps import require
 from ..bench.methods import EarlyExitStepper, NgramStepper, generate_speedup
 from ..bench.models import check_memory, check_model, encode_prompts, load_model
 from ..bench.progress import Progress
-from ..bench.runner import WARMUP, BenchResult, bench_clock, choose_k, result_json, run_pair
+from ..bench.runner import WARMUP, BenchResult, Timing, bench_clock, choose_k, result_json, run_pair
 from ..core.constants import DEFAULT_MAX_K
 from ..core.errors import IncompatiblePair, PlannerError, UsageError
 from ..core.fmt import tabulate
@@ -241,7 +241,7 @@ def _run(target: str, draft: str | None, *, dev: str, dt: str, k: int | None, to
         warn(f"--k auto: the speed model chose K={k} from an exploratory run")
     steps = Progress(2 * (WARMUP + repeats) * len(ids), lambda line: say(line, err=True))
     res = run_pair(make_target, make_draft, ids, k=k, tokens=tokens, temperature=temperature, repeats=repeats,
-                   warmup=WARMUP, sync=sync, clock=clock, progress=steps.step)
+                   warmup=WARMUP, timing=Timing(sync, clock), progress=steps.step)
     res = replace(res, method=method)
     if generate and method != "draft_model":
         g, same = generate_speedup(tmodel, ids, method=method, k=k, tokens=tokens, exit_layer=layer, repeats=repeats,

@@ -58,7 +58,7 @@ def memory(
       planner memory ./new-arch --inventory auto --json
       planner memory target.gguf --draft draft.gguf --parallel 4 --draft-context 4k
     """
-    _ledger.run(model, draft=draft, method_kind=method_kind, context=context, batch=batch,
-                draft_context=draft_context, engine=engine, kv_dtype=kv_dtype, weights_dtype=weights_dtype,
-                group_size=group_size, revision=revision, inventory=inventory, overhead=overhead,
-                as_json=as_json, wide=wide)
+    _ledger.run(_ledger.MemoryArgs(model, draft=draft, method_kind=method_kind, context=context, batch=batch,
+                                   draft_context=draft_context, engine=engine, kv_dtype=kv_dtype,
+                                   weights_dtype=weights_dtype, group_size=group_size, revision=revision,
+                                   inventory=inventory, overhead=overhead, as_json=as_json, wide=wide))
