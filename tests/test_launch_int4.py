@@ -178,3 +178,20 @@ def test_sglang_loads_the_int4_draft_with_its_own_quantisation_flag(capsys):
     words = shlex.split(out["command"])
     assert words[words.index("--speculative-draft-model-path") + 1] == draft["repo"]
     assert words[words.index("--speculative-draft-model-quantization") + 1] == FLAG[draft["method"]]
+
+
+def test_sglang_sizes_an_uncatalogued_draft_as_stored_because_it_loads_it_so(capsys):
+    # no int4 checkpoint of Qwen2.5-7B (base) is catalogued, and SGLang cannot quantise a draft on its own
+    # (Engine.draft_int4_needs_checkpoint): the command loads it as stored, so the ledger must size it so.
+    # Truth: Qwen/Qwen2.5-7B's model.safetensors.index.json total_size, 15,231,233,024 B (bf16 as stored).
+    assert quantised.int4_repo("Qwen/Qwen2.5-7B") is None
+    code, out = run(capsys, "recommend", "qwen2.5-32b-instruct", "--candidates", "qwen2.5-7b", "--machine",
+                    "h100-sxm", "--engine", "sglang", "--weights-dtype", "int4", "--json")
+    assert code == 0
+    plan = json.loads(out)["plans"][0]
+    assert plan["draft"] == "Qwen/Qwen2.5-7B"
+    assert plan["draft_weights_bytes"] == 15_231_233_024
+    words = shlex.split(plan["launch"]["command"])
+    assert words[words.index("--speculative-draft-model-path") + 1] == "Qwen/Qwen2.5-7B"
+    assert "--speculative-draft-model-quantization" not in words
+    assert "sizes it so" in plan["launch"]["note"]

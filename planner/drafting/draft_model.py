@@ -22,7 +22,7 @@ from ..engines import Engine
 from ..engines.base import SampledRule
 from ..fits.memory import Settings
 from ..pairing import pair as pairing
-from ..sources import load_spec
+from ..sources import load_spec, quantised
 from ..speed import acceptance as acc
 from ..speed import acceptance_prior, roofline
 from ..speed.roofline import MachineLike
@@ -69,7 +69,13 @@ class DraftModel:
         return Compatibility(verdict=verdict, fallback=fallback, tli_alpha=tli, report=report)
 
     def settings_for(self, s: Settings) -> Settings:
-        return replace(s, weights_dtype=self.weights_dtype) if self.weights_dtype else s
+        """The draft's settings: its own weights format, else the target's; sized as stored where the engine
+        needs an int4 checkpoint of the draft (SGLang) and none is catalogued, as the launch then loads it."""
+        d = replace(s, weights_dtype=self.weights_dtype) if self.weights_dtype else s
+        if (d.resolved_engine.draft_int4_needs_checkpoint and quantised.is_int4(d.weights_dtype)
+                and quantised.int4_repo(self.launch_ref) is None):
+            return replace(d, weights_dtype=None)
+        return d
 
     def step_s(self, machine: MachineLike, s: Settings) -> float:
         return roofline.draft_step_s(self.spec, machine, context=s.context, settings=self.settings_for(s))

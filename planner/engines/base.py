@@ -294,6 +294,9 @@ class Engine:
     # divide(tp, kv_heads) (vllm-project/vllm@0052a5b8); SGLang's layers/linear.py is a copy. False where
     # "tp" splits matrix rows by shares instead (llama.cpp --split-mode row, --tensor-split)
     tp_splits_heads: bool = True
+    # a separate draft sized at int4 needs an int4 CHECKPOINT of it (True), or the engine (or its printed
+    # convert step) makes one (False: vLLM's llm-compressor folder, llama.cpp's llama-quantize, mlx convert)
+    draft_int4_needs_checkpoint: bool = False
     host_input_embedding: bool = False
     tied_copy_on_last_stage: bool = False
     pp_vllm_stages: bool = False

@@ -150,8 +150,8 @@ def _int4_draft(x: LaunchInput, cmd: str) -> tuple[str, list[str]]:
     repo = quantised.int4_repo(x.draft)
     flag = f"--speculative-draft-model-path {quote(x.draft)}"
     if repo is None or flag not in cmd:
-        return cmd, [f"the draft was sized at int4 but SGLang loads {x.draft} as stored (no catalogued int4 "
-                     f"checkpoint of it): plan it with --draft-weights-dtype bf16"]
+        return cmd, [f"SGLang loads {x.draft} as stored (no catalogued int4 checkpoint of it): the ledger "
+                     f"sizes it so (Engine.draft_int4_needs_checkpoint)"]
     cmd = cmd.replace(flag, f"--speculative-draft-model-path {quote(repo.repo)} "
                             f"--speculative-draft-model-quantization {MARLIN[repo.method].split()[-1]}", 1)
     return cmd, [f"drafts with {repo.repo}: the {repo.method.upper()} int4 checkpoint of {repo.base}"]
@@ -231,6 +231,9 @@ ENGINE = replace(
     pair_rule=pair_rule,  # STANDALONE's own check
     launch=launch,
     heterogeneous_fallback=False,  # no TLI/UAG algorithm (spec_info.py:39-47)
+    # the draft's quantisation is --speculative-draft-model-quantization, a checkpoint's format
+    # (srt/configs/model_config.py from_server_args): without an int4 checkpoint it loads as stored
+    draft_int4_needs_checkpoint=True,
     state_copies_per_spec_token=False,  # vLLM's mamba-state-per-speculative-block layout: not assumed here
     min_logit_rows=MAX_RUNNING_ROWS,
     methods={DRAFT_MODEL: "--speculative-algorithm STANDALONE (srt/speculative/spec_info.py:39-47)",
