@@ -8,12 +8,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ...core.spec import FULL, LayerSpec
-from .base import ArchSpec, BaseArgs, Tensors, config_dtype, finish, require_positive
+from .bamba import MambaKeys
+from .base import ArchSpec, Tensors, config_dtype, finish, require_positive
 
 
 @dataclass
-class Args(BaseArgs):
-    """FalconH1Config defaults."""
+class Args(MambaKeys):
+    """FalconH1Config defaults (its Mamba2 mixer keys and defaults are Bamba's: MambaKeys)."""
 
     REQUIRED = ("hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size")
     vocab_size: int = 128000
@@ -29,14 +30,6 @@ class Args(BaseArgs):
     mlp_bias: bool = False
     projectors_bias: bool = False
     mamba_d_ssm: int | None = None
-    mamba_n_heads: int = 128
-    mamba_d_head: int | str = "auto"
-    mamba_n_groups: int = 1
-    mamba_d_state: int = 256
-    mamba_d_conv: int = 4
-    mamba_expand: int = 2
-    mamba_conv_bias: bool = True
-    mamba_proj_bias: bool = False
     mamba_rms_norm: bool = False
 
 
