@@ -1,0 +1,230 @@
+"""GGUF metadata values: the value types and a bounds-checked cursor that reads them from a header buffer.
+
+Why apart from gguf_header.py (the file, the tensor infos, the read loop): this is where an untrusted length or
+count is read, and each is checked against the bytes left and the caps in `planner.core.constants` before
+anything is allocated (format: ggml docs/gguf.md; a string is a u64 byte length + UTF-8 bytes, an array a u32
+element type + u64 count + elements).
+"""
+
+from __future__ import annotations
+
+import struct
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from ..core.constants import (
+    GGUF_MAX_ARRAY_DEPTH,
+    GGUF_MAX_ARRAY_LEN,
+    GGUF_MAX_NESTED_ARRAYS,
+    GGUF_MAX_STRING_BYTES,
+)
+from ..core.errors import HeaderError
+
+# GGUF value types (ggml/include/gguf.h enum gguf_type) -> struct code (None: not fixed-size).
+UINT8, INT8, UINT16, INT16, UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY, UINT64, INT64, FLOAT64 = range(13)
+VALUE_TYPE_NAMES = ("UINT8", "INT8", "UINT16", "INT16", "UINT32", "INT32", "FLOAT32", "BOOL", "STRING",
+                    "ARRAY", "UINT64", "INT64", "FLOAT64")
+_CODES = {UINT8: "B", INT8: "b", UINT16: "H", INT16: "h", UINT32: "I", INT32: "i", FLOAT32: "f", BOOL: "?",
+          UINT64: "Q", INT64: "q", FLOAT64: "d"}
+INTEGER_TYPES = frozenset({UINT8, INT8, UINT16, INT16, UINT32, INT32, UINT64, INT64})
+# Smallest encoding of one array element: strings need their 8-byte length, arrays 12 bytes.
+_MIN_ELEM_BYTES = {**{t: struct.calcsize(c) for t, c in _CODES.items()}, STRING: 8, ARRAY: 12}
+
+
+@dataclass(frozen=True)
+class SkippedArray:
+    """An array that was validated but not materialised (see `DEFAULT_SKIP`)."""
+
+    elem_type: int
+    count: int
+
+
+class _NeedMore(Exception):  # internal: a prefix of a local file ran out before the header did
+    def __init__(self, upto: int) -> None:
+        super().__init__(upto)
+        self.upto = upto
+
+
+class _Cursor:
+    """A bounds-checked position in a header buffer; every read names the key it serves.
+
+    `end` is where the file ends (claims are checked against it); `avail` is how much of it `buf`
+    holds: a read past `avail` but inside `end` asks `read_header` for a longer prefix (`_NeedMore`).
+    """
+
+    __slots__ = ("avail", "buf", "e", "elems", "end", "grow", "origin", "pos")
+
+    def __init__(self, buf: Any, origin: str, endian: str, end: int | None = None,
+                 grow: Callable[[int], None] | None = None) -> None:
+        self.buf, self.origin, self.e, self.grow = buf, origin, endian, grow
+        self.pos, self.avail, self.elems = 0, len(buf), 0
+        self.end = len(buf) if end is None else end
+
+    def more(self, upto: int) -> None:
+        """Bytes up to `upto` (inside the file): `grow` extends `buf` in place (read_header's bytearray), so
+        the walk goes on where it stopped; without it the whole parse starts again on a longer prefix."""
+        if self.grow is None:
+            raise _NeedMore(upto)
+        self.grow(upto)
+        self.avail = len(self.buf)
+
+    def fail(self, what: str, reason: str, fix: str = "The file is corrupt or not a GGUF model: "
+             "re-download or re-convert it") -> HeaderError:
+        return HeaderError(f"Cannot read GGUF header of '{self.origin}': {what}: {reason}. {fix}.", self.origin)
+
+    def need(self, n: int, what: str) -> None:
+        if n > self.end - self.pos:
+            raise self.fail(what, f"needs {n} more bytes at offset {self.pos} but only {self.end - self.pos} "
+                                  f"remain (truncated file)")
+        if self.pos + n > self.avail:
+            self.more(self.pos + n)
+
+    def scalar(self, vtype: int, what: str) -> Any:
+        code = _CODES[vtype]
+        size = _MIN_ELEM_BYTES[vtype]
+        self.need(size, what)
+        (v,) = struct.unpack_from(self.e + code, self.buf, self.pos)
+        self.pos += size
+        return v
+
+    def count(self, what: str, cap: int, elem_bytes: int) -> int:
+        """A u64 count checked against the bytes left (elem_bytes each at least) and `cap`."""
+        n = self.scalar(UINT64, what)
+        if n * elem_bytes > self.end - self.pos:
+            raise self.fail(what, f"claims {n} elements ({n * elem_bytes} bytes at least) but only "
+                                  f"{self.end - self.pos} bytes remain")
+        if n > cap:
+            raise self.fail(what, f"claims {n} elements, more than the {cap} allowed")
+        return n
+
+    def string(self, what: str, cap: int = GGUF_MAX_STRING_BYTES) -> str:
+        n = self.scalar(UINT64, what)
+        if n > self.end - self.pos:
+            raise self.fail(what, f"string of {n} bytes but only {self.end - self.pos} remain (truncated)")
+        if n > cap:
+            raise self.fail(what, f"string of {n} bytes is longer than the {cap} allowed")
+        self.need(n, what)
+        s = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        return bytes(s).decode("utf-8", "replace")
+
+    def value(self, vtype: int, key: str, depth: int = 0, skip: bool = False) -> Any:
+        if vtype in _CODES:
+            return self.scalar(vtype, f"key '{key}'")
+        if vtype == STRING:
+            return self.string(f"key '{key}'")
+        if vtype == ARRAY:
+            return self.array(key, depth, skip)
+        raise self.fail(f"key '{key}'", f"unknown value type {vtype} (expected 0-12: "
+                                        f"{', '.join(VALUE_TYPE_NAMES)})")
+
+    def array(self, key: str, depth: int, skip: bool) -> Any:
+        what = f"array '{key}'"
+        if depth >= GGUF_MAX_ARRAY_DEPTH:
+            raise self.fail(what, f"arrays nested deeper than {GGUF_MAX_ARRAY_DEPTH} levels")
+        etype = self.scalar(UINT32, what)
+        if etype not in _MIN_ELEM_BYTES:
+            raise self.fail(what, f"unknown element type {etype} (expected 0-12)")
+        n = self.count(what, GGUF_MAX_ARRAY_LEN if etype != ARRAY else GGUF_MAX_NESTED_ARRAYS, _MIN_ELEM_BYTES[etype])
+        self.elems += n
+        if self.elems > 4 * GGUF_MAX_ARRAY_LEN:
+            raise self.fail(what, f"the arrays hold more than {4 * GGUF_MAX_ARRAY_LEN} elements in all")
+        if etype in _CODES:
+            size = _MIN_ELEM_BYTES[etype] * n
+            if not skip:
+                self.need(size, what)
+            vals = struct.unpack_from(f"{self.e}{n}{_CODES[etype]}", self.buf, self.pos) if not skip else ()
+            self.pos += size
+            return SkippedArray(etype, n) if skip else vals
+        if etype == STRING:
+            vals = self.string_array(n, what, skip)
+            return SkippedArray(etype, n) if skip else vals
+        return tuple(self.value(ARRAY, f"{key}[{i}]", depth + 1) for i in range(n))
+
+    def string_array(self, n: int, what: str, skip: bool) -> tuple[str, ...]:
+        """n strings in one loop (the hot path: 262k tokens), then one decode of the joined bytes.
+
+        `_walk` goes as far as the bytes read; where they end inside the array the cursor reads on and the
+        walk resumes at the next string (no string is walked twice). A length past the end of the file
+        sends the array to the checked loop, which says exactly where. A skipped array keeps nothing.
+        """
+        parts: list[bytes] = []
+        start, kept = self.pos, None if skip else parts  # None: the walk keeps nothing
+        done, pos = 0, start
+        while True:
+            walked, pos, need = _walk(self.buf, pos, n - done, self.e, kept)
+            done += walked
+            if pos > self.end or (done < n and need > self.end):  # a length past the file: say exactly which
+                self.pos = start
+                parts = self._checked_strings(n, what, skip)
+                break
+            if done == n:
+                self.pos = pos
+                break
+            self.more(need)  # the bytes read end inside the array: read on, walk on from string `done`
+        if skip or not n:
+            return ()
+        # One decode: NUL is a whole UTF-8 character and never part of an invalid sequence, so
+        # splitting the joined text on it gives back the n strings unless one contains a NUL.
+        text = b"\x00".join(parts).decode("utf-8", "replace")
+        if text.count("\x00") == n - 1:
+            return tuple(text.split("\x00"))
+        return tuple(bytes(p).decode("utf-8", "replace") for p in parts)
+
+    def _checked_strings(self, n: int, what: str, skip: bool) -> list[bytes]:
+        """The array walked with every length checked against the file and the bytes read (the slow path)."""
+        buf, pos, end, avail = self.buf, self.pos, self.end, self.avail
+        unpack = struct.Struct(self.e + "Q").unpack_from
+        parts: list[bytes] = []
+        add = parts.append
+        try:
+            for _ in range(n):
+                if pos + 8 > avail:
+                    raise _NeedMore(pos + 8) if pos + 8 <= end else struct.error
+                ln = unpack(buf, pos)[0]
+                pos += 8
+                if ln > end - pos:
+                    raise self.fail(what, f"string of {ln} bytes at offset {pos} but only {end - pos} remain "
+                                          f"(truncated)")
+                if pos + ln > avail and not skip:
+                    raise _NeedMore(pos + ln)
+                if not skip:
+                    add(buf[pos:pos + ln])
+                pos += ln
+        except struct.error:
+            raise self.fail(what, f"string length at offset {pos} runs past the end (truncated)") from None
+        self.pos = pos
+        return parts
+
+
+def _walk(buf: Any, pos: int, n: int, endian: str, parts: list[bytes] | None) -> tuple[int, int, int]:
+    """Up to n length-prefixed strings from `pos`, their bytes added to `parts` (None: skipped).
+
+    Returns (strings walked, the position after them, the byte the next one needs): fewer than n only where
+    the bytes in `buf` end. Why apart from the checked loop: three operations a string instead of ten (a
+    262k-token vocabulary and its merges are most of a GGUF ledger's time). Nothing here trusts a length: a
+    kept string is cut off before a slice could pass the buffer, positions only grow, so the caller's one
+    look at the last position (and the byte needed next) against the file's end catches any lying length.
+    """
+    unpack = struct.Struct(endian + "Q").unpack_from
+    avail, i = len(buf), 0
+    try:
+        if parts is None:  # skipped: a string may end past the bytes read, the next length may not
+            for i in range(n):  # noqa: B007  (i counts the strings walked when a read fails)
+                pos += unpack(buf, pos)[0] + 8
+            else:
+                i = n
+        else:
+            add = parts.append
+            for i in range(n):
+                stop = pos + 8 + unpack(buf, pos)[0]
+                if stop > avail:
+                    return i, pos, stop
+                add(buf[pos + 8:stop])
+                pos = stop
+            else:
+                i = n
+    except struct.error:  # string i's length lies past the bytes read
+        return i, pos, pos + 8
+    return i, pos, pos
