@@ -54,12 +54,17 @@ def run(capsys, *args: str) -> int:
     return int(e.value.code or 0)
 
 
-def test_the_fleet_matrix_is_sortable_and_coloured_as_the_rows_say(capsys, tmp_path):
-    out = tmp_path / "fleet.html"
+def written_and_rows(capsys, out) -> list[dict]:
+    """Write the fleet report to `out`, then return the same report's JSON rows (the truth its cells show)."""
     assert run(capsys, "--out", str(out)) == 0
     capsys.readouterr()
     run(capsys, "--json")
-    rows = json.loads(capsys.readouterr().out)["rows"]
+    return json.loads(capsys.readouterr().out)["rows"]
+
+
+def test_the_fleet_matrix_is_sortable_and_coloured_as_the_rows_say(capsys, tmp_path):
+    out = tmp_path / "fleet.html"
+    rows = written_and_rows(capsys, out)
     by = {(r["target"], r["machine"]): r for r in rows}
     doc = Tables()
     doc.feed(out.read_text())
@@ -85,10 +90,7 @@ def test_each_costs_part_is_listed_once_per_machine_and_covers_every_row(capsys,
     from planner.render.fleet import _parts
 
     out = tmp_path / "fleet.md"
-    assert run(capsys, "--out", str(out)) == 0
-    capsys.readouterr()
-    run(capsys, "--json")
-    rows = json.loads(capsys.readouterr().out)["rows"]
+    rows = written_and_rows(capsys, out)
     text = out.read_text()
     for machine in ("rtx-4090", "m3-max-36gb"):
         mine = [r for r in rows if r["machine"] == machine and r["costs_source"] not in (None, "none")]
