@@ -75,7 +75,8 @@ def run(a: MemoryArgs) -> None:
     folder = gguf_folder(model) if paths.is_dir(model) else None  # a folder of GGUF variants: list them
     if folder is None:
         try:
-            target = load_spec(model, revision=revision, inventory=a.inventory)
+            # a plain ledger never pairs: a GGUF's token strings are not decoded (issue #33)
+            target = load_spec(model, revision=revision, inventory=a.inventory, tokens=bool(draft or method_kind))
         except PlannerError:
             folder = gguf_folder(model)  # a Hugging Face GGUF repo in the local cache (no config.json to plan)
             if folder is None:

@@ -185,7 +185,8 @@ class TokenizerFingerprint:
     model_name: str | None = None  # raw tokenizer model name (BPE, Unigram, gpt2, llama, ...)
     # --- pairing extensions (planner/sources/tokenizer.py) ---
     # basis: "tokens" (id -> token table read), "catalog" (catalog facts: family tag + sizes),
-    # "config" (tokenizer_config/config only; tokenizer.json not parsed, vocab_size is config's).
+    # "config" (tokenizer_config/config only; tokenizer.json not parsed, vocab_size is config's),
+    # "count" (a GGUF ledger's read: the token table's length only, its strings not decoded; never paired).
     basis: str = "tokens"
     vocab_size_source: str | None = None  # where `vocab_size` came from
     base_vocab_size: int | None = None  # HF tokenizer.vocab_size: model vocab without added tokens

@@ -24,7 +24,7 @@ from ..core.spec import CHUNKED, SLIDING, LayerSpec, ModelSpec, TokenizerFingerp
 # facts (family tags, sizes) stood in for token tables ("catalog"), or only config vocab_size and
 # ids ("lower").
 EXACT, CATALOG, LOWER = "exact", "catalog", "lower"
-_BASIS_RANK = {"tokens": 3, "catalog": 2, "config": 1, "none": 0}
+_BASIS_RANK = {"tokens": 3, "catalog": 2, "config": 1, "count": 1, "none": 0}  # count: length only
 # add_bos when a file does not say, per tokenizer model (llama.cpp src/llama-vocab.cpp defaults).
 ADD_BOS_DEFAULT = {"SPM": True, "WPM": True, "BPE": False, "UGM": False}
 

@@ -99,7 +99,7 @@ def pair(target: ModelSpec, draft: ModelSpec, *, target_tokenizer: TokenizerFing
         advice.append(hetero_advice(hetero, same, verdicts))
     basis = weakest_basis(t, d)
     notes = []
-    if basis in ("config", "none"):
+    if basis in ("config", "count", "none"):
         notes.append("no token tables or catalog tokenizer facts on both sides: verdicts use config vocab_size "
                      "and bos/eos ids only (lower confidence)")
     elif basis == "catalog":

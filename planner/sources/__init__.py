@@ -40,7 +40,8 @@ __all__ = ["load_spec", "locate", "spec_from_located"]
 _CATALOG_SPECS: dict[tuple[str, str], tuple[dict[str, Any], ModelSpec]] = {}
 
 
-def load_spec(ref: str, *, revision: str | None = None, inventory: str = "analytic") -> ModelSpec:
+def load_spec(ref: str, *, revision: str | None = None, inventory: str = "analytic",
+              tokens: bool = True) -> ModelSpec:
     """Resolve `ref` and describe the model.
 
     Args:
@@ -49,6 +50,8 @@ def load_spec(ref: str, *, revision: str | None = None, inventory: str = "analyt
         inventory: where a header-less config's tensors come from (`meta_inventory.MODES`): "analytic"
             (the layer-kind formulas), "auto" (transformers on the meta device when those are low
             confidence) or "meta" (always try it first); docs/ledger.md "Inventory sources".
+        tokens: False for a ledger that will not be paired: a GGUF's token table is then walked and
+            bounds-checked but not decoded, and its tokenizer has basis "count" (the length, no strings).
 
     Returns:
         The ModelSpec, with `provenance` naming where weights, shapes and dtype came from.
@@ -61,7 +64,7 @@ def load_spec(ref: str, *, revision: str | None = None, inventory: str = "analyt
         16060522496
     """
     meta_inventory.check_mode(inventory)
-    loc = locate(ref, revision=revision)
+    loc = locate(ref, revision=revision, tokens=tokens)
     entry = loc.catalog_entry
     if loc.source != "catalog" or entry is None or inventory != "analytic":
         return spec_from_located(loc, inventory=inventory)

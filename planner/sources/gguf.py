@@ -21,7 +21,7 @@ from ..core.constants import GGUF_MAX_HEADER_BYTES, GGUF_MAX_SPLITS, GGUF_MAX_TE
 from ..core.errors import ConfigError, HeaderError, ModelNotFound, one_line
 from ..core.spec import ModelSpec, MoESpec, MtpSpec, TensorInfo, WeightInventory
 from .gguf_arch import derive
-from .gguf_header import INTEGER_TYPES, GGUFHeader, SkippedArray, read_header
+from .gguf_header import DEFAULT_SKIP, INTEGER_TYPES, LEDGER_SKIP, GGUFHeader, SkippedArray, read_header
 from .gguf_tokenizer import fingerprint
 from .located import INSTRUCT_NAME, Located
 from .tensors import active_params, classify, routed_expert_params
@@ -36,11 +36,12 @@ def split_path(prefix: str, index: int, count: int) -> str:
     return f"{prefix}-{index:05d}-of-{count:05d}.gguf"
 
 
-def read_gguf(path: str | Path) -> GGUFHeader:
+def read_gguf(path: str | Path, *, skip: frozenset[str] = DEFAULT_SKIP) -> GGUFHeader:
     """The header of a GGUF model: one file, or every part of a split model merged.
 
     Given any part of a split model, reads the first part's metadata and all parts'
-    tensor infos (each part's tensors must fit in that part's own data section).
+    tensor infos (each part's tensors must fit in that part's own data section). `skip`: keys
+    whose arrays are walked and bounds-checked but kept only as their length (`SkippedArray`).
 
     Raises:
         HeaderError: an invalid header, or parts that disagree (split.no / split.count /
@@ -48,7 +49,7 @@ def read_gguf(path: str | Path) -> GGUFHeader:
         ModelNotFound: a part of a split model is missing.
     """
     p = Path(path)
-    head = read_header(p)
+    head = read_header(p, skip=skip)
     count = _split_int(head, "split.count", 1)
     if count <= 1:
         return head
@@ -73,7 +74,7 @@ def read_gguf(path: str | Path) -> GGUFHeader:
         if part == p:
             h = head
         else:
-            h = read_header(part, file_index=i, max_tensors=max(tensors_left, 0), max_bytes=max(bytes_left, 0))
+            h = read_header(part, skip=skip, file_index=i, max_tensors=max(tensors_left, 0), max_bytes=max(bytes_left, 0))
             tensors_left -= len(h.tensors)
             bytes_left -= h.data_offset
             if bytes_left < 0:
@@ -117,8 +118,11 @@ def _merge(headers: list[GGUFHeader], paths: list[Path]) -> GGUFHeader:
                                file_size=sum(h.file_size for h in headers), parts=tuple(str(q) for q in paths))
 
 
-def locate_gguf(path: Path, ref: str) -> Located:
+def locate_gguf(path: Path, ref: str, *, tokens: bool = True) -> Located:
     """Read a .gguf file's header (all parts if split) into a Located with source "gguf".
+
+    `tokens` False: the token table is walked but not decoded (`LEDGER_SKIP`: a plain ledger needs its
+    length only); the spec's tokenizer then has basis "count" and cannot be paired.
 
     `config` holds the scalar metadata (no arrays, no chat template) for display;
     `gguf` holds the GGUFHeader that spec_from_gguf interprets.
@@ -126,7 +130,7 @@ def locate_gguf(path: Path, ref: str) -> Located:
     Raises:
         HeaderError, ModelNotFound: see read_gguf.
     """
-    h = read_gguf(path)
+    h = read_gguf(path, skip=DEFAULT_SKIP if tokens else LEDGER_SKIP)
     config = {k: v for k, v in h.metadata.items()
               if not isinstance(v, (tuple, SkippedArray)) and k != "tokenizer.chat_template"}
     return Located(ref=ref, source="gguf", config=config, config_origin=f"GGUF metadata ({h.path})",
@@ -153,7 +157,7 @@ def spec_from_gguf(loc: Located) -> ModelSpec:
                           f"language model (expected general.type 'model'). Pass the model's own .gguf; a "
                           f"projector or adapter is loaded beside it.", h.path, key="general.type")
     tok = fingerprint(h)
-    a = derive(h, arch, tok.vocab_size if tok and tok.tokens is not None else None)
+    a = derive(h, arch, tok.vocab_size if tok and tok.basis in ("tokens", "count") else None)
     inv = _inventory(h, a.excluded, a.moe)
     provenance = {"weights": "GGUF header (exact)", **a.provenance, "dtype": _dtype_source(inv),
                   "tokenizer": "GGUF tokenizer.ggml.* (llama.cpp defaults for absent keys)" if tok else "none in file",

@@ -61,7 +61,7 @@ from .gguf_values import (
 )
 
 # the value types live in gguf_values.py; readers and tests import them from here as before
-__all__ = ['ARRAY', 'BOOL', 'DEFAULT_ALIGNMENT', 'DEFAULT_SKIP', 'FLOAT32', 'FLOAT64', 'GGUF_MAGIC', 'INT8', 'INT16', 'INT32', 'INT64', 'INTEGER_TYPES', 'STRING', 'SUPPORTED_VERSIONS', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'VALUE_TYPE_NAMES', 'GGUFHeader', 'GGUFTensor', 'SkippedArray', 'ggml_type_table', 'parse_header', 'read_header']
+__all__ = ['ARRAY', 'BOOL', 'DEFAULT_ALIGNMENT', 'DEFAULT_SKIP', 'FLOAT32', 'FLOAT64', 'GGUF_MAGIC', 'INT8', 'INT16', 'INT32', 'INT64', 'INTEGER_TYPES', 'LEDGER_SKIP', 'STRING', 'SUPPORTED_VERSIONS', 'UINT8', 'UINT16', 'UINT32', 'UINT64', 'VALUE_TYPE_NAMES', 'GGUFHeader', 'GGUFTensor', 'SkippedArray', 'ggml_type_table', 'parse_header', 'read_header']
 
 GGUF_MAGIC = b"GGUF"
 SUPPORTED_VERSIONS = (2, 3)
@@ -71,6 +71,10 @@ _FIRST_READ_BYTES = 4 * 1024**2  # a 262k-token vocabulary's header is ~10 MB: 3
 # Keys whose (large) string arrays are walked and bounds-checked but not kept: the planner
 # never reads BPE merges (llama.cpp's draft check compares vocabularies, not merges).
 DEFAULT_SKIP = frozenset({"tokenizer.ggml.merges"})
+# A plain ledger (`planner memory` without a draft) needs the token table's length only (the vocabulary
+# rows llama.cpp allocates), never its strings: walking 262k length prefixes instead of decoding 262k
+# strings is what keeps a GGUF's ledger as fast as a folder's (issue #33). Pairing reads the full table.
+LEDGER_SKIP = DEFAULT_SKIP | {"tokenizer.ggml.tokens", "tokenizer.ggml.token_type", "tokenizer.ggml.scores"}
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ from typing import Any
 
 from ..core.errors import ConfigError
 from ..core.spec import TokenizerFingerprint
-from .gguf_header import ARRAY, BOOL, INT32, INTEGER_TYPES, STRING, GGUFHeader
+from .gguf_header import ARRAY, BOOL, INT32, INTEGER_TYPES, STRING, GGUFHeader, SkippedArray
 
 # tokenizer.ggml.model -> llama.cpp vocab type (llama-vocab.cpp load(): "llama" SPM, "bert" WPM,
 # "gpt2"/"hybriddna"/"whitespace"/"gemma4" BPE, "t5" UGM, "rwkv" RWKV, "plamo2" PLAMO2, "none"/"no_vocab" NONE).
@@ -90,8 +90,9 @@ def fingerprint(h: GGUFHeader) -> TokenizerFingerprint | None:
                           f"llama.cpp knows (expected one of {', '.join(sorted(VOCAB_TYPES))}).", h.path,
                           key="tokenizer.ggml.model")
     tokens = _typed(h, "tokenizer.ggml.tokens", (ARRAY, STRING), "an array of strings")
-    tokens = tuple(tokens) if tokens is not None else None
-    n = len(tokens) if tokens is not None else _vocab_size_key(h)
+    counted = isinstance(tokens, SkippedArray)  # a ledger's read: the table's length, not its strings
+    n = tokens.count if counted else len(tokens) if tokens is not None else _vocab_size_key(h)
+    tokens = None if counted else tuple(tokens) if tokens is not None else None
     pre = _typed(h, "tokenizer.ggml.pre", STRING, "a string")
     add_bos, add_eos = _add_flags(h, vtype, pre)
     bos_default, eos_default, unk_default = _DEFAULT_IDS.get(model, (None, None, None))
@@ -108,8 +109,9 @@ def fingerprint(h: GGUFHeader) -> TokenizerFingerprint | None:
         pad_id=_token_id(h, "tokenizer.ggml.padding_token_id", None, n), add_bos=add_bos, add_eos=add_eos,
         pre=pre, chat_template_hash=hashlib.sha256(template.encode("utf-8")).hexdigest() if template else None,
         special_tokens=_control_tokens(h, tokens), model_name=model,
-        basis="tokens" if tokens is not None else "config",
-        vocab_size_source="GGUF tokenizer.ggml.tokens" if tokens is not None else "GGUF {arch}.vocab_size",
+        basis="tokens" if tokens is not None else "count" if counted else "config",
+        vocab_size_source=("GGUF tokenizer.ggml.tokens" if tokens is not None else
+                           "GGUF tokenizer.ggml.tokens (length only)" if counted else "GGUF {arch}.vocab_size"),
         unk_id=_token_id(h, "tokenizer.ggml.unknown_token_id", unk_default, n), has_chat_template=bool(template))
 
 

@@ -24,8 +24,10 @@ TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "special_tokens_ma
                    "vocab.json", "merges.txt", "chat_template.jinja", "chat_template.json")
 
 
-def locate(ref: str, *, revision: str | None = None) -> Located:
+def locate(ref: str, *, revision: str | None = None, tokens: bool = True) -> Located:
     """Find `ref` (path, HF id or catalog alias) and read its JSON files and weight headers.
+
+    `tokens` False: a .gguf's token table is read as its length only (a plain ledger; see locate_gguf).
 
     Raises:
         ModelNotFound: nothing matches `ref`.
@@ -40,7 +42,7 @@ def locate(ref: str, *, revision: str | None = None) -> Located:
             # start-up (issue #33): a folder's ledger never loads the GGUF reader
             from .gguf import locate_gguf
 
-            return locate_gguf(p, ref)
+            return locate_gguf(p, ref, tokens=tokens)
         if p.name == "config.json":
             return _from_dir(p.parent, ref, source="local")
         raise ModelNotFound(f"Cannot use '{ref}': a model is a directory with config.json, a .gguf file, a "
