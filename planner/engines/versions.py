@@ -57,6 +57,11 @@ def parse(text: str | None, engine: str | None) -> dict[str, int]:
     return {LLAMACPP: int(m.group(1))}
 
 
+def current_key() -> tuple[tuple[str, int], ...]:
+    """The versions selected now, as a hashable value (a memoised cost must key on what priced it)."""
+    return tuple(sorted((_SELECTED.get() or {}).items()))
+
+
 @contextmanager
 def selected(choice: Mapping[str, int]) -> Iterator[None]:
     """Price every plan inside with these engine versions (a command sets it once around its work)."""
