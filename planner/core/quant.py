@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from . import dtypes
+from . import dtypes, memo
 from .errors import UsageError
 from .spec import QUANTISABLE_GROUPS, TensorInfo, make_tensor
 
@@ -68,9 +68,16 @@ SCHEMES = ("bf16", "fp16", "fp32", "fp8", "int8", "int4", "nf4", "mxfp4",
 def parse_scheme(name: str, *, group_size: int = 128) -> Scheme:
     """User spelling (`int4`, `fp8`, `nf4`, `q4_k`, `bf16`...) -> Scheme.
 
+    Memoised by value (a Scheme is frozen): a fleet report parses the same few spellings ~40k times.
+
     Raises:
         UsageError: unknown scheme or a group size that is not a positive integer.
     """
+    return _parse_scheme(name, group_size)
+
+
+@memo.cached(maxsize=256)
+def _parse_scheme(name: str, group_size: int) -> Scheme:
     if group_size < 1:
         raise UsageError(f"Cannot use --group-size {group_size}: it must be a positive integer.")
     key = name.strip().lower().replace("-", "_")
@@ -352,18 +359,53 @@ def _ggml(t: TensorInfo, fmt: str) -> TensorInfo:
     """llama-quantize: every matrix whose rows fill whole blocks (token_embd and output included)
     takes the block type, else its fallback type (GGML_FALLBACK), else f16; 1-D tensors (norms,
     biases) stay f32."""
+    dtype = _ggml_dtype(t, fmt)
+    return t if dtype is None else make_tensor(t.name, t.shape, dtype, t.group)
+
+
+def _ggml_dtype(t: TensorInfo, fmt: str) -> str | None:
+    """The format _ggml stores `t` in (None: as it is)."""
     if not dtypes.FORMATS[t.dtype].is_float:
-        return t
+        return None
     if len(t.shape) < 2:
-        return _as(t, "F32")
+        return _as_dtype(t, "F32")
     for cand in (fmt, GGML_FALLBACK.get(fmt)):
         if cand and t.shape[-1] % dtypes.FORMATS[cand].block_elems == 0:
-            return make_tensor(t.name, t.shape, cand, t.group)
-    return _as(t, "F16")
+            return cand
+    return _as_dtype(t, "F16")
 
 
 def _as(t: TensorInfo, fmt: str) -> TensorInfo:
     """`t` stored as float format `fmt`; integer tensors (packed weights, indices) stay as they are."""
+    dtype = _as_dtype(t, fmt)
+    return t if dtype is None else make_tensor(t.name, t.shape, dtype, t.group)
+
+
+def _as_dtype(t: TensorInfo, fmt: str) -> str | None:
+    """The format _as stores `t` in (None: as it is)."""
     if not dtypes.FORMATS[t.dtype].is_float or t.dtype == fmt:
-        return t
-    return make_tensor(t.name, t.shape, fmt, t.group)
+        return None
+    return fmt
+
+
+ONE_TO_ONE_KINDS = ("float", "ggml")  # schemes whose apply maps each tensor to one tensor of the same name
+
+
+def resized(t: TensorInfo, s: Scheme) -> tuple[str, int]:
+    """(format, bytes) `apply` stores `t` as under a one-tensor-in, one-tensor-out scheme (ONE_TO_ONE_KINDS),
+    without building the tensor.
+
+    Why: a fleet report tries each scheme of an engine's weights ladder on every target that does not fit
+    as stored, and a rejected scheme needs only the bytes per layer and group (fits/split.py) and per format
+    (fits/memory.py), not a new inventory of every tensor (issue #33). Equal to apply's by construction: the
+    same format choice (tests/test_quant_resized.py).
+    """
+    if s.kind == "float":
+        dtype = _as_dtype(t, s.fmt)
+    elif s.kind == "ggml":
+        dtype = _ggml_dtype(t, s.fmt)
+    else:
+        raise ValueError(f"resized: scheme kind {s.kind} maps a tensor to several (use apply)")
+    if dtype is None:
+        return t.dtype, t.nbytes
+    return dtypes.canonical(dtype), dtypes.nbytes(dtype, t.numel)

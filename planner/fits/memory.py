@@ -301,6 +301,26 @@ def resident_tensors(spec: ModelSpec, s: Settings) -> tuple[TensorInfo, ...]:
     return memo[key]
 
 
+def resized_rows(spec: ModelSpec, s: Settings) -> tuple[tuple[int | None, str, str, int], ...]:
+    """(layer, group, format, bytes) of each resident tensor under settings `s`, in inventory order (memoised).
+
+    Why not resident_tensors: the sums (per group, per format, per layer) are all most callers need, and a
+    one-tensor-in, one-tensor-out scheme (quant.ONE_TO_ONE_KINDS: the float and GGUF types of the engines'
+    weights ladders) gives them without building a re-sized inventory (issue #33: a fleet report tries
+    every rung on every target that does not fit as stored).
+    """
+    name = _scheme_name(spec, s)
+    key = ("rows", name, s.group_size)
+    memo = spec.weights.memo
+    if key not in memo:
+        scheme = quant.parse_scheme(name, group_size=s.group_size) if name is not None else None
+        if scheme is not None and scheme.kind in quant.ONE_TO_ONE_KINDS and ("tensors", name, s.group_size) not in memo:
+            memo[key] = tuple((t.layer, t.group, *quant.resized(t, scheme)) for t in spec.weights.tensors)
+        else:
+            memo[key] = tuple((t.layer, t.group, t.dtype, t.nbytes) for t in resident_tensors(spec, s))
+    return memo[key]  # type: ignore[no-any-return]
+
+
 def bytes_by_group(spec: ModelSpec, s: Settings) -> dict[str, int]:
     """Resident bytes per tensor group under settings `s` (memoised)."""
     name = _scheme_name(spec, s)
@@ -310,8 +330,8 @@ def bytes_by_group(spec: ModelSpec, s: Settings) -> dict[str, int]:
     memo = spec.weights.memo
     if key not in memo:
         out: dict[str, int] = {}
-        for t in resident_tensors(spec, s):
-            out[t.group] = out.get(t.group, 0) + t.nbytes
+        for _, group, _, nbytes in resized_rows(spec, s):
+            out[group] = out.get(group, 0) + nbytes
         memo[key] = out
     return dict(memo[key])
 
@@ -322,12 +342,17 @@ def weights(spec: ModelSpec, s: Settings) -> tuple[int, str, str]:
     name = _scheme_name(spec, s)
     if name is None:
         return inv.resident_bytes, inv.dominant_dtype, spec.provenance.get("weights", inv.source)
+    # the whole answer once per (scheme, engine): plans ask ~100k times in a fleet report (issue #33)
+    full = ("weights-full", name, s.group_size, s.engine if not s.weights_dtype else None)
+    hit = inv.memo.get(full)
+    if hit is not None:
+        return hit  # type: ignore[no-any-return]
     scheme = quant.parse_scheme(name, group_size=s.group_size)
     key = ("weights", name, s.group_size)
     if key not in inv.memo:
         by: dict[str, int] = {}
-        for t in resident_tensors(spec, s):
-            by[t.dtype] = by.get(t.dtype, 0) + t.nbytes
+        for _, _, dtype, nbytes in resized_rows(spec, s):
+            by[dtype] = by.get(dtype, 0) + nbytes
         inv.memo[key] = (sum(by.values()), max(by, key=by.__getitem__) if by else scheme.name)
     total, dominant = inv.memo[key]
     src = f"{spec.provenance.get('weights', inv.source)}, re-sized as {scheme.name}"
@@ -335,6 +360,7 @@ def weights(spec: ModelSpec, s: Settings) -> tuple[int, str, str]:
         src += f" (group {scheme.group_size})"
     if not s.weights_dtype:
         src += f" ({s.engine} runs float32 checkpoints in 16-bit)"
+    inv.memo[full] = (total, dominant, src)
     return total, dominant, src
 
 

@@ -137,6 +137,24 @@ def weight_split(spec: ModelSpec, s: Settings, layout_tp: int, layout_pp: int, *
     return list(per_device), host
 
 
+def _buckets(spec: ModelSpec, s: Settings) -> tuple[tuple[int | None, str, int], ...]:
+    """The resident tensors' bytes summed by (layer index, group), in first-seen order (memoised per scheme).
+
+    Why: every layout of every machine walks the same tensors (a 70B: ~700 of them) and only their layer
+    and group decide where their bytes go, so a split sums ~2 buckets per layer instead (issue #33). Byte
+    sums are integers: the split over buckets equals the split over tensors exactly.
+    """
+    key = ("split-buckets", memory._scheme_name(spec, s), s.group_size)
+    memo = spec.weights.memo
+    if key not in memo:
+        by: dict[tuple[int | None, str], int] = {}
+        for layer, group, _, nbytes in memory.resized_rows(spec, s):
+            k = (layer, group)
+            by[k] = by.get(k, 0) + nbytes
+        memo[key] = tuple((layer, group, n) for (layer, group), n in by.items())
+    return memo[key]  # type: ignore[no-any-return]
+
+
 def _weight_split(spec: ModelSpec, s: Settings, layout_tp: int, layout_pp: int, *,
                   on_host_ok: bool, first_gpu_layer: int, cpu_moe_layers: int) -> tuple[list[int], int]:
     e, tp, pp = s.resolved_engine, layout_tp, layout_pp
@@ -146,30 +164,29 @@ def _weight_split(spec: ModelSpec, s: Settings, layout_tp: int, layout_pp: int, 
     whole = [0] * pp  # bytes every rank (or the main rank) holds whole
     host = 0
     unsplit = e.tp_unsplit_groups
-    tensors = resident_tensors(spec, s)
-    has_head = any(t.group == "lm_head" for t in tensors)
-    for t in tensors:
-        layer = t.layer
-        if t.group == "vision":  # a vision tower's own layer numbers are not the decoder's
+    buckets = _buckets(spec, s)
+    has_head = any(group == "lm_head" for _, group, _ in buckets)
+    for layer, group, nbytes in buckets:
+        if group == "vision":  # a vision tower's own layer numbers are not the decoder's
             st = 0
         elif layer is not None and layer < spec.n_layers:
             st = stage_of[layer]
-            if st < 0 or (t.group == "experts" and layer < cpu_moe_layers):
-                host += t.nbytes  # offloaded: -ngl leaves the layer in RAM, --n-cpu-moe its experts
+            if st < 0 or (group == "experts" and layer < cpu_moe_layers):
+                host += nbytes  # offloaded: -ngl leaves the layer in RAM, --n-cpu-moe its experts
                 continue
-        elif t.group in ("lm_head", "norm"):
+        elif group in ("lm_head", "norm"):
             st = pp - 1
         else:
             st = 0
-        if t.group == "embedding" and on_host_ok and e.host_input_embedding:
-            host += t.nbytes
+        if group == "embedding" and on_host_ok and e.host_input_embedding:
+            host += nbytes
             if spec.tied_embeddings and not has_head:  # the output head reads a device copy
-                whole[pp - 1] += t.nbytes
+                whole[pp - 1] += nbytes
             continue
-        if t.group == "embedding" and spec.tied_embeddings and not has_head and pp > 1 \
+        if group == "embedding" and spec.tied_embeddings and not has_head and pp > 1 \
                 and e.tied_copy_on_last_stage:
-            (whole if t.group in unsplit else split)[pp - 1] += t.nbytes
-        (whole if t.group in unsplit else split)[st] += t.nbytes
+            (whole if group in unsplit else split)[pp - 1] += nbytes
+        (whole if group in unsplit else split)[st] += nbytes
     per_device = []
     for st in range(pp):
         for rank in range(tp):

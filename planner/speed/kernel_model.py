@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, cast
 
 from .. import engines
@@ -279,6 +280,12 @@ class Matrix:
 
     def residuals(self) -> tuple[float, float]:
         """(lowest, highest) measured / modelled time over the calibration points."""
+        return self._residuals
+
+    @cached_property
+    def _residuals(self) -> tuple[float, float]:
+        # a pure function of this frozen kernel and the machine catalog it was read with: once per object
+        # (a fleet report asks on every tiled forward of every machine)
         ratios = [p.seconds / self._modelled(p) for p in self.calibration]
         return min(ratios), max(ratios)
 

@@ -10,13 +10,20 @@ active parameters as its depth, so the FLOPs stay those of 2 x active params x n
 
 from __future__ import annotations
 
+from ..core import memo
 from ..core.spec import NONE, ModelSpec
 from .kernel_model import Matmul
 
 
 def forward_matmuls(spec: ModelSpec, n: int, *, experts: bool = True) -> tuple[Matmul, ...]:
     """The matmuls one forward of n tokens runs (count = per forward), the lm_head included; `experts`: False
-    leaves the routed experts out (a backend that runs them on their own kernels, speed/moe_dispatch.py)."""
+    leaves the routed experts out (a backend that runs them on their own kernels, speed/moe_dispatch.py).
+
+    A function of the spec and n alone: memoised per spec (every machine of a fleet asks for the same n)."""
+    return memo.per_object(spec, ("matmuls", n, experts), lambda: _forward_matmuls(spec, n, experts))
+
+
+def _forward_matmuls(spec: ModelSpec, n: int, experts: bool) -> tuple[Matmul, ...]:
     h = spec.hidden
     out: list[Matmul] = []
     covered = 0.0  # parameters the shapes account for, at one token

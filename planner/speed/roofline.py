@@ -44,6 +44,8 @@ from . import kernels, moe_dispatch
 from .matmuls import expected_experts_touched, forward_matmuls
 
 LABEL = "roofline"
+# (backend, kernel family) of kernel_key: which published kernel curves price a forward
+KernelKey = tuple[str | None, str | None]
 
 
 class MachineLike(Protocol):
@@ -315,24 +317,25 @@ def _forward_cost(spec: ModelSpec, machine: MachineLike, n: int, context: int, s
         raise MachineError(f"Cannot compute a roofline for '{getattr(machine, 'name', 'machine')}': "
                            f"bandwidth_bytes_per_s is {machine.bandwidth_bytes_per_s} (expected > 0).")
     peak, key = peak_flops_for(spec, s, machine, compute_dtype)
-    fmt, fmt_why = format_factor(spec, s, machine)
+    kind, chip_class = getattr(machine, "kind", "gpu"), kernels.gpu_class(machine)
+    kk = kernel_key(spec, s, kind, chip_class)  # once per forward: five terms below read it
+    fmt, fmt_why = format_factor(spec, s, machine, kk=kk)
     w = weight_bytes_read(spec, s, n * batch)
-    ex = routed_experts(spec, s, machine, n * batch, bw * fmt, peak)  # None: experts priced as dense weights
+    ex = routed_experts(spec, s, machine, n * batch, bw * fmt, peak, kk=kk)  # None: experts priced as dense weights
     w -= round(ex.touched_bytes) if ex else 0
     kv = batch * kv_bytes_moved(spec, s, context, n)
     lg = logit_bytes(spec, n * batch)
     flops = batch * forward_flops(spec, context, n)
-    r = kernel_ratio(spec, s, getattr(machine, "kind", "gpu"), n * batch, measured_only=batch > 1,
-                     chip_class=kernels.gpu_class(machine), machine=machine)
+    r = kernel_ratio(spec, s, kind, n * batch, measured_only=batch > 1, chip_class=chip_class, machine=machine, kk=kk)
     comp_s = comp_lo = comp_hi = (flops - (ex.flops if ex else 0.0)) / peak
-    tiled = matrix_seconds(spec, s, machine, n * batch, peak, experts=ex is None)
+    tiled = matrix_seconds(spec, s, machine, n * batch, peak, experts=ex is None, kk=kk)
     if tiled is not None:  # past the vector kernels: weights stream once, the tiles' FLOPs bind
         r = kernels.Ratio(1.0, 1.0, 1.0, "matrix", tiled[3])
         rest = flops - 2.0 * batch * n * matmul_params(spec)  # attention over the prefix: untiled
         comp_s, comp_lo, comp_hi = (t + max(rest, 0.0) / peak for t in tiled[:3])
     mem_s, mem_lo, mem_hi = ((w * x / fmt + kv + lg) / bw for x in (r.central, r.low, r.high))
     ex_s, ex_lo, ex_hi = (ex.seconds, ex.seconds_low, ex.seconds_high) if ex else (0.0, 0.0, 0.0)
-    beyond = (beyond_curve_s(spec, s, machine, n * batch, comp_s)
+    beyond = (beyond_curve_s(spec, s, machine, n * batch, comp_s, kk=kk)
               if batch > 1 and r.basis not in ("none", "matrix") else 0.0)
     if overhead_s is None:
         overhead_s, why = engine_overhead_s(s.resolved_engine, spec.n_layers, share_kind=getattr(machine, "share_kind", None))
@@ -368,19 +371,19 @@ def matmul_params(spec: ModelSpec) -> float:
     return float(max(spec.params_active - (0 if spec.tied_embeddings else spec.vocab * spec.hidden), 0))
 
 
-def matrix_seconds(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int,
-                   peak: float, *, experts: bool = True) -> tuple[float, float, float, tuple[str, ...]] | None:
+def matrix_seconds(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int, peak: float, *,
+                   experts: bool = True, kk: KernelKey | None = None
+                   ) -> tuple[float, float, float, tuple[str, ...]] | None:
     """(central, fast, slow) seconds of the weight matmuls on the backend's tiled matrix kernel, and why.
 
     None where the forward runs the vector kernels, the backend has no matrix model, or the machine
     catalogues no GPU core count (the roofline's plain compute term then stands). `experts`: False where
-    the routed experts have their own kernels (routed_experts).
+    the routed experts have their own kernels (routed_experts). `kk`: kernel_key's answer when the caller has it.
     """
     cores = getattr(machine, "gpu_cores", None)
     if not cores or peak <= 0:
         return None
-    mk = kernels.matrix_kernel(*kernel_key(spec, s, getattr(machine, "kind", "gpu"), kernels.gpu_class(machine)),
-                               rows)
+    mk = kernels.matrix_kernel(*(kk or _machine_kernel_key(spec, s, machine)), rows)
     if mk is None:
         return None
     t = mk.seconds(forward_matmuls(spec, rows, experts=experts), rows, peak, int(cores))
@@ -392,11 +395,10 @@ def matrix_seconds(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int
 
 
 def routed_experts(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int, bw: float,
-                   peak: float) -> moe_dispatch.ExpertCost | None:
+                   peak: float, *, kk: KernelKey | None = None) -> moe_dispatch.ExpertCost | None:
     """The routed experts' own cost where the backend switches their kernel with the token count
     (speed/moe_dispatch.py: llama.cpp Metal's mul_mv_id / mul_mm_id); None elsewhere or for a dense model."""
-    kind, chip_class = getattr(machine, "kind", "gpu"), kernels.gpu_class(machine)
-    backend, fam = kernel_key(spec, s, kind, chip_class)
+    backend, fam = kk or _machine_kernel_key(spec, s, machine)
     d = moe_dispatch.dispatch(backend)
     experts_bytes = memory.bytes_by_group(spec, s).get("experts", 0) if d is not None and spec.moe else 0
     if d is None or not experts_bytes:
@@ -406,7 +408,8 @@ def routed_experts(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int
                                     int(getattr(machine, "gpu_cores", 0) or 0))
 
 
-def beyond_curve_s(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int, comp_s: float) -> float:
+def beyond_curve_s(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int, comp_s: float, *,
+                   kk: KernelKey | None = None) -> float:
     """Matmul time of the token rows a batched forward has past the backend's published kernel curve.
 
     # published curves (speed/kernels.py) measure t(n)/t(1) up to n_c token rows; past n_c the level is held,
@@ -416,11 +419,11 @@ def beyond_curve_s(spec: ModelSpec, s: Settings, machine: MachineLike, rows: int
     small-batch plateau are neither flat nor perfectly overlapped); the low end of the interval keeps the
     overlapped roofline, so the gap between the two is stated, not hidden.
     """
-    span = kernels.measured_span(*kernel_key(spec, s, getattr(machine, "kind", "gpu"), kernels.gpu_class(machine)))
+    span = kernels.measured_span(*(kk or _machine_kernel_key(spec, s, machine)))
     return comp_s * (rows - span) / rows if rows > span else 0.0
 
 
-def kernel_key(spec: ModelSpec, s: Settings, kind: str, chip_class: str) -> tuple[str | None, str | None]:
+def kernel_key(spec: ModelSpec, s: Settings, kind: str, chip_class: str) -> KernelKey:
     """(backend, kernel family): which published curves apply to these weights on this engine and machine
     (`chip_class`: kernels.gpu_class(machine), the catalogued GPU class)."""
     backend = kernels.backend_for_machine(s.resolved_engine.verify_backend.get(kind), chip_class)
@@ -428,7 +431,13 @@ def kernel_key(spec: ModelSpec, s: Settings, kind: str, chip_class: str) -> tupl
     return backend, kernels.family(memory.weights(spec, s)[1], scheme)
 
 
-def format_factor(spec: ModelSpec, s: Settings, machine: MachineLike) -> tuple[float, str]:
+def _machine_kernel_key(spec: ModelSpec, s: Settings, machine: MachineLike) -> KernelKey:
+    """kernel_key for this machine's kind and catalogued GPU class."""
+    return kernel_key(spec, s, getattr(machine, "kind", "gpu"), kernels.gpu_class(machine))
+
+
+def format_factor(spec: ModelSpec, s: Settings, machine: MachineLike, *, kk: KernelKey | None = None
+                  ) -> tuple[float, str]:
     """The factor on the bandwidth share the weights' decode kernel streams at on this machine class
     (Engine.format_share: llama.cpp's k-quants on GDDR GPUs and Metal), with its source; 1.0 elsewhere."""
     kind = str(getattr(machine, "kind", "gpu"))
@@ -436,12 +445,13 @@ def format_factor(spec: ModelSpec, s: Settings, machine: MachineLike) -> tuple[f
     table = (s.resolved_engine.format_share.get(key) if key else None) or {}
     if not table:
         return 1.0, ""
-    fam = kernel_key(spec, s, kind, kernels.gpu_class(machine))[1]
+    fam = (kk or kernel_key(spec, s, kind, kernels.gpu_class(machine)))[1]
     return table.get(fam or "", (1.0, ""))
 
 
 def kernel_ratio(spec: ModelSpec, s: Settings, kind: str, n: int, *, measured_only: bool = False,
-                 chip_class: str = "", machine: MachineLike | None = None) -> kernels.Ratio:
+                 chip_class: str = "", machine: MachineLike | None = None, kk: KernelKey | None = None
+                 ) -> kernels.Ratio:
     """t_v(n)/t_v(1) of the engine's small-batch kernels on this machine kind for these weights.
 
     With the machine, a backend's physical model (speed/kernel_model.py) scales the published curves to
@@ -450,7 +460,7 @@ def kernel_ratio(spec: ModelSpec, s: Settings, kind: str, n: int, *, measured_on
     (kernel_model.calibration_chip): a class's own derate (an Ultra's lower streaming share) slows the weight
     stream the roofline prices, not the balance of per-token ALU work to stream the curves were fitted on.
     """
-    backend, fam = kernel_key(spec, s, kind, chip_class)
+    backend, fam = kk or kernel_key(spec, s, kind, chip_class)
     total = memory.weights(spec, s)[0]
     chip = weights = None
     if machine is not None and spec.params_total > 0:
