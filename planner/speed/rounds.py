@@ -130,10 +130,21 @@ def break_even_alpha(verify_s: Sequence[float], draft_s: float, overhead_s: floa
         need = round_time_s(k, verify_s, draft_s, overhead_s) / verify_s[0]
         if need > k + 1:
             continue
+        if best[0] is not None and need > 1.0 and _floor_alpha(need, k) > best[0] * (1.0 + 1e-9):
+            continue  # this K's root cannot beat the best so far: no inversion (issue #33)
         a = 0.0 if need <= 1.0 else alpha_for_expected(need, k)
         if best[0] is None or a < best[0]:
             best = (a, k)
     return best
+
+
+def _floor_alpha(need: float, k: int) -> float:
+    """A lower bound on the root of E(K, a) = need (1 < need <= K+1), from two upper bounds on E.
+
+    # E(K, a) = sum_{j=0..K} a**j <= 1 + K a      (a**j <= a on [0, 1])   =>  a >= (need - 1) / K
+    # E(K, a) < 1 / (1 - a)                                                =>  a >  1 - 1 / need
+    """
+    return max((need - 1.0) / k, 1.0 - 1.0 / need)
 
 
 def verify_slope(verify_s: Sequence[float], n: int) -> float:
