@@ -4,14 +4,15 @@ Why: a fleet report prices every target on every machine, and most of that work 
 on the machine (acceptance priors, KV bytes of a spec at a context, the E(K) inversions). Computing
 it once per value makes a 10-machine report cost little more than the per-machine part (issue #33).
 
-Two kinds, both registered here so `clear()` empties every one (tests call it; so does
+Three kinds, all registered here so `clear()` empties every one (tests call it; so does
 `engines.register`, since an engine's rules enter many memoised values by its name):
 
 * `cached(maxsize)`: `functools.lru_cache` for pure functions of hashable values;
 * `per_object(obj, key, compute)`: a value derived from one object (a ModelSpec: hashing its
   layers and tensors by value costs more than the work), keyed by identity. The table keeps the
   object alive beside its values, so an id is never reused while its entry stands; it is bounded
-  (emptied whole when full: a report holds a few hundred specs).
+  (emptied whole when full: a report holds a few hundred specs);
+* `per_pair(a, b, key, compute)`: a value of two such objects (a target and a draft), by both identities.
 """
 
 from __future__ import annotations
@@ -53,6 +54,20 @@ def per_object(obj: Any, key: Hashable, compute: Callable[[], T]) -> T:
     if key not in table:
         table[key] = compute()
     return table[key]
+
+
+def per_pair(a: Any, b: Any, key: Hashable, compute: Callable[[], T]) -> T:
+    """`compute()` once per (`a` by identity, `b` by identity, `key`): a value of two immutable objects
+    (a target and a draft: their pairing verdicts, the draft's acceptance prior on that target).
+
+    The table under `a` keeps `b` beside its value, so an id of `b` is never taken for another object.
+    """
+    table: dict[int, tuple[Any, T]] = per_object(a, ("per_pair", key), dict)
+    hit = table.get(id(b))
+    if hit is None or hit[0] is not b:
+        hit = (b, compute())
+        table[id(b)] = hit
+    return hit[1]
 
 
 def clear() -> None:

@@ -15,7 +15,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from ..core import paths
+from ..core import memo, paths
+from ..core.constants import catalog_dir
 from ..core.errors import UsageError
 from ..core.spec import ModelSpec
 from ..engines import Engine
@@ -58,7 +59,9 @@ class DraftModel:
         Qwen2.5-7B + Qwen2.5-0.5B (overlap 0.998, refused only over embedding padding) on the TLI path,
         against 0.80 for a same-vocabulary Llama pair on the plain path.
         """
-        report = pairing.pair(target, self.spec, context=context)
+        # the same verdicts on every machine of a report: once per (target, draft, context) (issue #33)
+        report = memo.per_pair(target, self.spec, ("pair", context, str(catalog_dir())),
+                               lambda: pairing.pair(target, self.spec, context=context))
         verdict = report.verdicts[engine.name]
         refused = not verdict.compatible
         fallback = verdict.fallback if refused and engine.heterogeneous_fallback else None
@@ -81,6 +84,12 @@ class DraftModel:
         return roofline.draft_step_s(self.spec, machine, context=s.context, settings=self.settings_for(s))
 
     def acceptance_prior(self, target: ModelSpec) -> acc.Acceptance:
+        # a function of the two specs and this draft's conditions, not of the machine: once per value (issue #33)
+        key = ("acceptance_prior", self.weights_dtype, self.workload, self.temperature, self.acceptance_rule,
+               str(catalog_dir()))
+        return memo.per_pair(target, self.spec, key, lambda: self._acceptance_prior(target))
+
+    def _acceptance_prior(self, target: ModelSpec) -> acc.Acceptance:
         cond = acceptance_prior.conditions_for(target, self.spec, draft_quant=self.weights_dtype,
                                                workload=self.workload, temperature=self.temperature,
                                                rule=self.acceptance_rule)

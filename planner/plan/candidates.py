@@ -5,6 +5,8 @@ drafting (heads, MTP, n-gram, early exit), each kind that finds none saying so i
 
 from __future__ import annotations
 
+from ..core import memo
+from ..core.constants import catalog_dir
 from ..core.errors import PlannerError
 from ..core.spec import ModelSpec
 from ..drafting import DRAFT_MODEL, DraftingMethod, DraftModel, self_drafting
@@ -59,9 +61,17 @@ def tokenizer_family(spec: ModelSpec) -> tuple[str | None, str]:
 
 
 def catalog_candidates(target: ModelSpec, family: str | None, weights_dtype: str | None = None) -> list[DraftingMethod]:
-    """Catalog models sharing the target's tokenizer family and much smaller than it."""
+    """Catalog models sharing the target's tokenizer family and much smaller than it.
+
+    The same list on every machine of a report: once per (target, family, draft format, catalog) (issue #33).
+    """
     if family is None:
         return []
+    key = ("catalog_candidates", family, weights_dtype, str(catalog_dir()))
+    return list(memo.per_object(target, key, lambda: tuple(_catalog_candidates(target, family, weights_dtype))))
+
+
+def _catalog_candidates(target: ModelSpec, family: str, weights_dtype: str | None) -> list[DraftingMethod]:
     out: list[DraftingMethod] = []
     for e in catalog.with_tokenizer_family(family):  # an index built once per catalog, not a scan per target
         if e["id"] == target.id:
