@@ -5,9 +5,9 @@ the answer is "no"; 2 = bad input (any PlannerError, or a usage error), one line
 on stderr. Data goes to stdout, messages to stderr. The app and what commands share
 live in planner/commands/ (_common.py, _options.py); this module only runs it.
 
-Start-up: `--version` and a plainly well-formed `memory` line (planner/commands/_fastcli.py) are answered
-without importing typer at all (issue #33: typer and click are ~40% of a ledger's start-up); any other run
-imports typer and only the module of the command it names (each command module imports what it needs at
+Start-up: `--version`, the root's `--help` (planner/commands/_fasthelp.py) and a plainly well-formed
+`memory` line (planner/commands/_fastcli.py) are answered without importing typer at all (issue #33:
+typer and click are ~40% of a ledger's start-up); any other run imports typer and only the module of the command it names (each command module imports what it needs at
 its top); help, no command or an unknown one imports them all, so the listing and the error name every
 command. Heavy packages (torch, huggingface_hub, tokenizers, tabulate) are imported inside the functions
 that need them.
@@ -109,13 +109,18 @@ def main(argv: list[str] | None = None) -> None:
         sys.exit(130)
 
 
+def _completing() -> bool:
+    """A shell-completion request is in the environment (click answers it, whatever the arguments)."""
+    return any(k.startswith("_") and k.endswith("_COMPLETE") for k in os.environ)
+
+
 def _completion_error() -> str | None:
     """Why the shell-completion request in the environment cannot be answered, else None.
 
     click reads `COMP_CWORD` with a bare int() (shell_completion.py BashComplete.get_completion_args),
     so a non-numeric value from a broken rc file ended as a ValueError; it is one line here instead.
     """
-    if not any(k.startswith("_") and k.endswith("_COMPLETE") for k in os.environ):
+    if not _completing():
         return None
     cword = os.environ.get("COMP_CWORD")
     if cword is not None and not (cword.isascii() and cword.isdigit() and len(cword) < 6):
@@ -133,6 +138,13 @@ def _main(argv: list[str] | None) -> None:
     if bad_completion:
         echo(f"error: {bad_completion}", err=True)
         sys.exit(2)
+    if args == ["--help"] and plain_stream(sys.stdout) and not _completing():
+        from .commands._fasthelp import root_help  # the root's page without typer or any command module
+
+        page = root_help()
+        if page is not None:
+            echo(page)
+            sys.exit(0)
     fast = _fast_call(args)
     if fast is not None:
         _started()

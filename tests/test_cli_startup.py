@@ -50,8 +50,13 @@ def test_a_plain_memory_line_runs_without_typer(tmp_path):
     assert rc == 0 and _loaded(mods, ("typer", "click", "planner.sources")) == []
 
 
-def test_help_imports_every_command_module():
-    assert _loaded_commands(["--help"]) == (0, sorted(COMMAND_MODULES))
+def test_root_help_imports_no_command_module_and_no_typer():
+    """The root's page comes from planner/commands/_fasthelp.py (issue #33); tests/test_fasthelp.py holds
+    it equal to typer's. Any other help line still goes through typer and imports every command."""
+    assert _loaded_commands(["--help"]) == (0, [])
+    rc, mods = _imported(["--help"])
+    assert rc == 0 and _loaded(mods, ("typer", "click", "planner.sources")) == []
+    assert _loaded_commands(["--help", "memory"]) == (0, sorted(COMMAND_MODULES))
 
 
 def test_help_lists_commands_in_order_whatever_ran_before(capsys):
