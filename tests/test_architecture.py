@@ -140,7 +140,8 @@ def test_no_module_over_the_line_limit():
 DEFERRED_IMPORTS = {
     "planner.commands._ledger": {"planner.commands._methods"},  # --draft/--method only: drafting, speed, pairing
     # typer's app and what it needs of the faces: only when the fast path (commands/_fastcli.py) steps aside
-    "planner.cli": {"planner.commands._common", "planner.commands._fastparse"},
+    # and the root's --help page (commands/_fasthelp.py), read only when that is the whole argv
+    "planner.cli": {"planner.commands._common", "planner.commands._fastparse", "planner.commands._fasthelp"},
     # the GGUF reader (header, arch rules, tokenizer) only for a .gguf: a folder's ledger is the common call
     "planner.sources": {"planner.sources.gguf"},
     "planner.sources.resolve": {"planner.sources.gguf"},
