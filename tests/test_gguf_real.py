@@ -102,8 +102,8 @@ def test_header_reads_stop_at_the_header(monkeypatch):
     # reads are the header's, never the tensor data. Counted, not timed (a timing fails on a busy host).
     from planner.sources import gguf_header
     read: list[int] = []
-    real_read = gguf_header._read_upto
-    monkeypatch.setattr(gguf_header, "_read_upto", lambda fh, n: read.append(n) or real_read(fh, n))
+    real_read = gguf_header._read_into
+    monkeypatch.setattr(gguf_header, "_read_into", lambda fh, view: read.append(len(view)) or real_read(fh, view))
     for name in (SMOLLM, GEMMA):
         read.clear()
         header = read_gguf(real(name))

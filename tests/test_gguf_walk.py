@@ -32,9 +32,9 @@ def model(tmp_path):
 def test_reading_on_mid_array_gives_the_whole_files_header(model, first_read, monkeypatch):
     whole = parse_header(model.read_bytes(), str(model))
     reads: list[int] = []
-    real = gguf_header._read_upto
+    real = gguf_header._read_into
     monkeypatch.setattr(gguf_header, "_FIRST_READ_BYTES", first_read)
-    monkeypatch.setattr(gguf_header, "_read_upto", lambda fh, n: reads.append(n) or real(fh, n))
+    monkeypatch.setattr(gguf_header, "_read_into", lambda fh, view: reads.append(len(view)) or real(fh, view))
     h = read_header(model)
     assert h.metadata["tokenizer.ggml.tokens"] == tuple(TOKENS) == whole.metadata["tokenizer.ggml.tokens"]
     assert h.metadata["tokenizer.ggml.merges"] == SkippedArray(int(STR), len(MERGES))

@@ -166,7 +166,8 @@ def _endianness(buf: Any, origin: str) -> tuple[str, int]:
 
 def parse_header(data: Any, origin: str, *, file_size: int | None = None,
                  skip: frozenset[str] = DEFAULT_SKIP, file_index: int = 0, _prefix: bool = False,
-                 max_tensors: int = GGUF_MAX_TENSORS, _grow: Callable[[int], None] | None = None) -> GGUFHeader:
+                 max_tensors: int = GGUF_MAX_TENSORS, _grow: Callable[[int], Any] | None = None,
+                 leap: bool = True) -> GGUFHeader:
     """Parse a GGUF header from `data` (the whole file, an mmap, or a prefix of it).
 
     Args:
@@ -177,6 +178,9 @@ def parse_header(data: Any, origin: str, *, file_size: int | None = None,
         skip: keys whose arrays are validated but not kept.
         file_index: split part index recorded on each tensor.
         max_tensors: the tensor cap (a split model's parts share one GGUF_MAX_TENSORS between them).
+        leap: skipped string arrays are leapt over by search (`_Cursor._leap_over`); a parse that leapt and
+            then fails any check is done again walking every string, so errors and results are the exact
+            path's.
 
     Returns:
         The GGUFHeader (metadata, value types, tensor infos with exact byte sizes).
@@ -189,6 +193,19 @@ def parse_header(data: Any, origin: str, *, file_size: int | None = None,
         data = data.tobytes()
     endian, version = _endianness(data, origin)
     cur = _Cursor(data, origin, endian, end=file_size if _prefix else None, grow=_grow)
+    try:
+        return _parse(cur, version, skip, file_index, max_tensors, leap, file_size)
+    except HeaderError:
+        if not cur.leaped:
+            raise
+    cur = _Cursor(cur.buf, origin, endian, end=file_size if _prefix else None, grow=_grow)
+    return _parse(cur, version, skip, file_index, max_tensors, False, file_size)
+
+
+def _parse(cur: _Cursor, version: int, skip: frozenset[str], file_index: int, max_tensors: int, leap: bool,
+           file_size: int | None) -> GGUFHeader:
+    """The header from byte 8 on (see `parse_header`)."""
+    origin, endian = cur.origin, cur.e
     cur.pos = 8
     n_tensors = cur.count("tensor count", max_tensors, 24)  # name len + n_dims + type + offset
     n_kv = cur.count("key-value count", GGUF_MAX_KV, 13)  # key len + type + 1-byte value
@@ -200,15 +217,17 @@ def parse_header(data: Any, origin: str, *, file_size: int | None = None,
             raise cur.fail(f"key '{key}'", "appears twice")
         vtype = cur.scalar(UINT32, f"type of key '{key}'")
         start = cur.pos
+        # a skipped string array may be leapt over where a key follows it (the last key is followed by tensors)
+        cur.leap = key[:key.find(".") + 1].encode() if leap and key in skip and i < n_kv - 1 and "." in key else None
         metadata[key] = cur.value(vtype, key, skip=key in skip)
         if vtype == ARRAY:
-            types[key] = (ARRAY, struct.unpack_from(endian + "I", data, start)[0])  # read by cur.array already
+            types[key] = (ARRAY, struct.unpack_from(endian + "I", cur.buf, start)[0])  # read by cur.array already
         else:
             types[key] = vtype
     alignment = _alignment(metadata, types, cur)
     infos = [_tensor_info(cur, i) for i in range(n_tensors)]
     data_offset = -(-cur.pos // alignment) * alignment
-    size = len(data) if file_size is None else file_size
+    size = len(cur.buf) if file_size is None else file_size
     tensors = _check_tensors(infos, cur, alignment, size - data_offset, file_index)
     return GGUFHeader(path=origin, version=version, big_endian=endian == ">",
                       metadata=MappingProxyType(metadata), value_types=MappingProxyType(types),
@@ -303,33 +322,48 @@ def read_header(path: str | Path, *, skip: frozenset[str] = DEFAULT_SKIP, file_i
                 _endianness(head, str(p))
                 raise HeaderError(f"Cannot read GGUF header of '{p}': {size} bytes is too short for a GGUF "
                                   f"file (expected at least 24). Re-download it.", p)
-            buf = bytearray()
+            held = [bytearray()]  # the bytes read so far (one buffer, replaced by a longer one as it grows)
 
-            def read_to(want: int) -> None:
-                buf.extend(_read_upto(fh, want - len(buf)))  # in place: the cursor's buffer grows
-                if len(buf) < want:
+            def read_to(want: int) -> bytearray:
+                """A buffer of the first `want` bytes: the old bytes copied once, the rest read straight into
+                it (growing a bytearray in place costs a reallocation and a second copy of what is read)."""
+                old = held[0]
+                new = bytearray(want)
+                new[:len(old)] = old
+                with memoryview(new) as view:
+                    got = len(old) + _read_into(fh, view[len(old):])
+                if got < want:
                     raise HeaderError(f"Cannot read GGUF header of '{p}': the file shrank while being read "
                                       f"(expected {size} bytes).", p)
+                held[0] = new
+                return new
 
-            def grow(upto: int) -> None:
+            def grow(upto: int) -> bytearray:
                 """Read on (at least doubling what is read) up to `upto`, never past `max_bytes`."""
                 if upto > max_bytes:
                     raise HeaderError(f"Cannot read GGUF header of '{p}': the header runs past {max_bytes} "
                                       f"bytes, more than any real model's (expected a few MB). The file is "
                                       f"corrupt or hostile.", p)
-                read_to(min(size, max_bytes, max(upto, 2 * len(buf))))
+                return read_to(min(size, max_bytes, max(upto, 2 * len(held[0]))))
 
             read_to(min(size, _FIRST_READ_BYTES))
+            leap = True
             while True:
                 try:
-                    return parse_header(buf, str(p), file_size=size, skip=skip, file_index=file_index,
-                                        _prefix=True, max_tensors=max_tensors, _grow=grow)
+                    return parse_header(held[0], str(p), file_size=size, skip=skip, file_index=file_index,
+                                        _prefix=True, max_tensors=max_tensors, _grow=grow, leap=leap)
                 except _NeedMore as more:  # a read that cannot resume (the checked string loop): parse again
-                    grow(more.upto)
+                    try:
+                        grow(more.upto)
+                    except HeaderError:
+                        if not leap:
+                            raise
+                        leap = False  # a wrong leap may claim bytes the exact walk never needs
     except OSError as e:
         raise HeaderError(f"Cannot read GGUF file '{p}': {e.strerror or e}.", p) from e
 
 
-def _read_upto(fh: Any, n: int) -> bytes:
-    """Up to n bytes, fewer only at the end of the file (a buffered read loops over short reads itself)."""
-    return fh.read(n)
+def _read_into(fh: Any, view: memoryview) -> int:
+    """Fill `view` from the file; fewer bytes only at the end of the file (a buffered readinto loops over
+    short reads itself). Returns how many were read."""
+    return fh.readinto(view) or 0

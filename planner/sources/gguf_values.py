@@ -40,6 +40,13 @@ class SkippedArray:
     count: int
 
 
+# A skipped string array of at least this many strings is leapt over (see `_Cursor._leap_over`); shorter ones
+# walk in less time than a search's set-up.
+LEAP_MIN_STRINGS = 4096
+_SEVEN_ZEROS, _THREE_ZEROS = bytes(7), bytes(3)
+_KEY_BYTES = bytes(range(0x21, 0x7F))
+
+
 class _NeedMore(Exception):  # internal: a prefix of a local file ran out before the header did
     def __init__(self, upto: int) -> None:
         super().__init__(upto)
@@ -53,20 +60,23 @@ class _Cursor:
     holds: a read past `avail` but inside `end` asks `read_header` for a longer prefix (`_NeedMore`).
     """
 
-    __slots__ = ("avail", "buf", "e", "elems", "end", "grow", "origin", "pos")
+    __slots__ = ("avail", "buf", "e", "elems", "end", "grow", "leap", "leaped", "origin", "pos")
 
     def __init__(self, buf: Any, origin: str, endian: str, end: int | None = None,
-                 grow: Callable[[int], None] | None = None) -> None:
+                 grow: Callable[[int], Any] | None = None) -> None:
         self.buf, self.origin, self.e, self.grow = buf, origin, endian, grow
         self.pos, self.avail, self.elems = 0, len(buf), 0
         self.end = len(buf) if end is None else end
+        self.leap: bytes | None = None  # set by parse_header: the namespace of the key a skipped array may leap to
+        self.leaped = False  # a leap was taken: the parse is provisional until the whole header checks out
 
     def more(self, upto: int) -> None:
-        """Bytes up to `upto` (inside the file): `grow` extends `buf` in place (read_header's bytearray), so
-        the walk goes on where it stopped; without it the whole parse starts again on a longer prefix."""
+        """Bytes up to `upto` (inside the file): `grow` returns a longer buffer (read_header's: the bytes read
+        so far and more), so the walk goes on where it stopped; without it the whole parse starts again on a
+        longer prefix."""
         if self.grow is None:
             raise _NeedMore(upto)
-        self.grow(upto)
+        self.buf = self.grow(upto)
         self.avail = len(self.buf)
 
     def fail(self, what: str, reason: str, fix: str = "The file is corrupt or not a GGUF model: "
@@ -149,6 +159,8 @@ class _Cursor:
         walk resumes at the next string (no string is walked twice). A length past the end of the file
         sends the array to the checked loop, which says exactly where. A skipped array keeps nothing.
         """
+        if skip and self.leap is not None and n >= LEAP_MIN_STRINGS and self._leap_over(n):
+            return ()
         parts: list[bytes] = []
         start, kept = self.pos, None if skip else parts  # None: the walk keeps nothing
         done, pos = 0, start
@@ -171,6 +183,44 @@ class _Cursor:
         if text.count("\x00") == n - 1:
             return tuple(text.split("\x00"))
         return tuple(bytes(p).decode("utf-8", "replace") for p in parts)
+
+    def _leap_over(self, n: int) -> bool:
+        """Put the cursor where the key after a skipped string array begins, found by search, not by walking.
+
+        Why: walking a 262k-token table's length prefixes one by one is most of a GGUF ledger's time, and all
+        it yields is where the table ends. Writers group keys by namespace (gguf-py `GGUFWriter` writes the
+        tokenizer's keys together), so the key after `tokenizer.ggml.tokens` begins with `tokenizer.` too:
+        one C-speed `find` of that namespace from the least end the array can have (8 bytes a string), and a
+        place counts only where it reads as a key: a little/big-endian u64 length equal to the key's, the
+        key printable ASCII, then a u32 value type 0-12. The result is provisional: a token that looks like a
+        key, or a next key in another namespace, gives a wrong place, so a parse that leapt counts only when
+        the whole rest of the header checks out (every key, every tensor info, tensor data inside the file);
+        otherwise `parse_header` parses again walking every string (the exact path).
+        Returns False (walk instead) where no such key follows before the end of the file.
+        """
+        ns, big = self.leap, self.e == ">"
+        assert ns is not None
+        at = self.pos + 8 * n + 8  # the least end (n empty strings) plus the key's own length prefix
+        while True:
+            buf = self.buf
+            c = buf.find(ns, at)
+            if c < 0:
+                if self.avail >= self.end:
+                    return False
+                at = max(at, self.avail - len(ns))  # a namespace cut by the end of the bytes read is found again
+                self.more(min(self.end, self.avail + 1))
+                continue
+            ln = buf[c - 1] if big else buf[c - 8]
+            if self.avail < c + ln + 4 and self.avail < self.end:
+                self.more(min(self.end, c + ln + 4))  # the key and its type must be in the bytes read
+                continue
+            key, vt = buf[c:c + ln], buf[c + ln:c + ln + 4]
+            zeros, vtype, rest = (buf[c - 8:c - 1], vt[3:], vt[:3]) if big else (buf[c - 7:c], vt[:1], vt[1:])
+            if (ln > len(ns) and zeros == _SEVEN_ZEROS and rest == _THREE_ZEROS and vtype and vtype[0] <= 12
+                    and not key.translate(None, _KEY_BYTES)):  # every byte of the key printable, no space
+                self.pos, self.leaped = c - 8, True
+                return True
+            at = c + 1
 
     def _checked_strings(self, n: int, what: str, skip: bool) -> list[bytes]:
         """The array walked with every length checked against the file and the bytes read (the slow path)."""
