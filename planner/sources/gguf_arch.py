@@ -13,8 +13,7 @@ from __future__ import annotations
 import builtins
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from ..core.constants import MAX_CONTEXT, MAX_HIDDEN, MAX_LAYERS, MAX_VOCAB
 from ..core.errors import ConfigError
@@ -22,8 +21,7 @@ from ..core.spec import CHUNKED, FULL, MLA, NONE, SLIDING, LayerSpec, MoESpec
 from .gguf_header import ARRAY, BOOL, INTEGER_TYPES, GGUFHeader, GGUFTensor
 
 
-@dataclass(frozen=True)
-class SwaRule:
+class SwaRule(NamedTuple):
     """llama.cpp's sliding-window setup for one architecture (llama-model.cpp load_hparams).
 
     set_swa_pattern(period): layer il is windowed iff il % period < period - 1; with
@@ -71,9 +69,10 @@ _SHARED = re.compile(r"^ffn_(up|gate|gate_up)_shexp\.weight$")
 _DENSE = re.compile(r"^ffn_(up|down|gate|gate_up)\.weight$")
 
 
-@dataclass
-class ArchResult:
-    """What the architecture keys and tensors say; gguf.py adds weights and tokenizer."""
+class ArchResult(NamedTuple):
+    """What the architecture keys and tensors say; gguf.py adds weights and tokenizer.
+
+    NamedTuples here and in gguf_header.py: a dataclass costs ~1 ms of start-up each (issue #33)."""
 
     layers: tuple[LayerSpec, ...]
     hidden: int
@@ -83,9 +82,9 @@ class ArchResult:
     tied: bool
     moe: MoESpec | None
     llamacpp_swa: bool
-    excluded: tuple[str, ...] = ()  # tensor names stored but not loaded (MTP / nextn layers)
-    notes: list[str] = field(default_factory=list)
-    provenance: dict[str, str] = field(default_factory=dict)
+    excluded: tuple[str, ...]  # tensor names stored but not loaded (MTP / nextn layers)
+    notes: tuple[str, ...]
+    provenance: dict[str, str]
 
 
 class _Meta:
@@ -252,7 +251,7 @@ def derive(h: GGUFHeader, arch: str, vocab_tokens: int | None) -> ArchResult:
     widths = [w for w in n_ff if w] or [expert_ff or 0]
     return ArchResult(layers=tuple(layers), hidden=hidden, intermediate=widths[0], vocab=vocab, max_context=context,
                       tied=tied, moe=moe, llamacpp_swa=rule.llamacpp if rule else True, excluded=excluded,
-                      notes=notes, provenance=prov)
+                      notes=tuple(notes), provenance=prov)
 
 
 def _kv_layers(m: _Meta, arch: str, n_all: int, notes: list[str]) -> int:
