@@ -9,6 +9,18 @@ f_a/g_a [hd, h] + f_b/g_b [heads hd, hd] low-rank gates, b_proj [heads, h], A_lo
 [heads hd], o_norm [hd], o_proj [h, heads hd]; its state per sequence is 3 convs of heads hd x
 (kernel - 1) plus heads x hd x hd. MoE: num_experts of moe_intermediate_size, sigmoid router with a
 correction bias, num_shared_experts x moe_intermediate_size shared, dense before first_k_dense_replace.
+
+Kimi K3 (`kimi_k3` around a `kimi_linear` text_config; moonshotai/Kimi-K3 modeling_kimi_linear.py, as public
+ports load its checkpoint tensor by tensor) adds:
+* latent MoE (`routed_expert_hidden_size` L, 0 or absent: none): the routed experts run at width L, between
+  `routed_expert_down_proj` [L, h] and `routed_expert_up_proj` [h, L] (and `routed_expert_norm` [L] with
+  `latent_moe_use_norm`); the router and the shared experts stay at h. The two projections are stored as plain
+  weights in the released mxfp4 checkpoint (only `experts.N.w1/w2/w3` are packed), so they are not quantisable
+  matrices here;
+* Attention Residuals (`attn_res_block_size` set): per layer `self_attention_res_norm` and `mlp_res_norm` [h]
+  and `self_attention_res_proj` / `mlp_res_proj` [1, h], plus `model.output_attn_res_norm` / `_proj`;
+* `mla_use_output_gate`: an MLA `g_proj` [heads x v_head_dim, h]; `linear_attn_config.use_full_rank_gate`: a
+  KDA `g_proj` [heads hd, h] instead of the low-rank g_a / g_b pair. Neither changes the cache.
 """
 
 from __future__ import annotations
@@ -48,6 +60,10 @@ class Args(BaseArgs):
     first_k_dense_replace: int = 1
     moe_layer_freq: int = 1
     num_nextn_predict_layers: int = 0
+    routed_expert_hidden_size: int | None = None  # Kimi K3 latent MoE (0 / None: experts at hidden_size)
+    latent_moe_use_norm: bool = False
+    attn_res_block_size: int | None = None
+    mla_use_output_gate: bool = False
 
 
 def _kda_plan(args: Args, origin: str) -> tuple[set[int], int, int, int]:
@@ -60,10 +76,24 @@ def _kda_plan(args: Args, origin: str) -> tuple[set[int], int, int, int]:
     return kda, heads or 0, hd or 0, kernel or 0
 
 
+def _latent(args: Args, origin: str) -> int:
+    """The routed experts' width: routed_expert_hidden_size when set (0 / None: hidden_size)."""
+    latent = args.routed_expert_hidden_size
+    if latent is None or latent == 0:
+        return args.hidden_size
+    if not isinstance(latent, int) or isinstance(latent, bool) or latent < 0 or latent > args.hidden_size:
+        raise ConfigError(f"Cannot size the model from '{origin}': routed_expert_hidden_size must be a whole number "
+                          f"from 0 to hidden_size {args.hidden_size} (got {latent!r}).", origin,
+                          key="routed_expert_hidden_size")
+    return latent
+
+
 def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
     require_positive(args, "hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", origin=origin)
     h, nh = args.hidden_size, args.num_attention_heads
     kda, kh, khd, kernel = _kda_plan(args, origin)
+    full_rank_gate = bool((args.linear_attn_config or {}).get("use_full_rank_gate"))
+    latent = _latent(args, origin)
     dtype, known = config_dtype(args)
     t = Tensors(dtype)
     t.embeddings(args.vocab_size, h, args.tie_word_embeddings)
@@ -81,9 +111,11 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
                 t.linear(f"{a}.{n}", h, w, "recurrent")
             for n in ("q_conv1d", "k_conv1d", "v_conv1d"):
                 t.add(f"{a}.{n}.weight", (w, kernel), "other")
-            for n in ("f", "g"):
+            for n in ("f",) if full_rank_gate else ("f", "g"):
                 t.linear(f"{a}.{n}_a_proj", h, khd, "recurrent")
                 t.linear(f"{a}.{n}_b_proj", khd, w, "recurrent")
+            if full_rank_gate:
+                t.linear(f"{a}.g_proj", h, w, "recurrent")
             t.linear(f"{a}.b_proj", h, kh, "recurrent")
             t.add(f"{a}.A_log", (kh,), "norm")
             t.add(f"{a}.dt_bias", (w,), "norm")
@@ -102,14 +134,23 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
             t.norm(f"{a}.kv_a_layernorm", args.kv_lora_rank)
             t.linear(f"{a}.kv_b_proj", args.kv_lora_rank, nh * (args.qk_nope_head_dim + args.v_head_dim), "attention")
             t.linear(f"{a}.o_proj", nh * args.v_head_dim, h, "attention")
+            if args.mla_use_output_gate:
+                t.linear(f"{a}.g_proj", h, nh * args.v_head_dim, "attention")
             mixer = LayerSpec(attention=MLA, q_heads=nh, kv_heads=nh, head_dim_k=qk, head_dim_v=args.v_head_dim,
                               kv_lora_rank=args.kv_lora_rank, rope_dim=args.qk_rope_head_dim)
         t.norm(f"{p}.input_layernorm", h)
         t.norm(f"{p}.post_attention_layernorm", h)
+        if args.attn_res_block_size is not None:
+            _attention_residuals(t, p, h, ("self_attention", "mlp"))
         sparse = moe is not None and i >= args.first_k_dense_replace and i % max(args.moe_layer_freq, 1) == 0
         if sparse:
             t.router(f"{p}.block_sparse_moe", h, e, correction_bias=True)
-            t.experts(f"{p}.block_sparse_moe", h, e, mi)
+            t.experts(f"{p}.block_sparse_moe", latent, e, mi)
+            if latent != h:  # stored unquantised beside packed experts: "other", not a quantisable matrix
+                t.linear(f"{p}.block_sparse_moe.routed_expert_down_proj", h, latent, "other")
+                t.linear(f"{p}.block_sparse_moe.routed_expert_up_proj", latent, h, "other")
+                if args.latent_moe_use_norm:
+                    t.norm(f"{p}.block_sparse_moe.routed_expert_norm", latent)
             if args.num_shared_experts:
                 t.mlp(f"{p}.block_sparse_moe.shared_experts", h, args.num_shared_experts * mi)
         else:
@@ -117,4 +158,14 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
         # the mixer built above, with this layer's FFN
         layers.append(replace(mixer, ffn="moe" if sparse else "dense",
                               ffn_width=mi if sparse else args.intermediate_size))
+    if args.attn_res_block_size is not None:
+        _attention_residuals(t, "model", h, ("output",))
     return finish(args, t, layers, dtype_known=known, moe=moe)
+
+
+def _attention_residuals(t: Tensors, p: str, h: int, sites: tuple[str, ...]) -> None:
+    """Attention Residuals' weights at each site: an RMSNorm [h] and a [1, h] projection (stored plain)."""
+    for site in sites:
+        t.norm(f"{p}.{site}_attn_res_norm" if site == "output" else f"{p}.{site}_res_norm", h)
+        t.add(f"{p}.{site}_attn_res_proj.weight" if site == "output" else f"{p}.{site}_res_proj.weight", (1, h),
+              "other")
