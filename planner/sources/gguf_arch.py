@@ -8,7 +8,8 @@ llama.cpp reads; per-layer FFN kinds come from the tensors actually stored (exac
 the keys as fallback for files written without tensors.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: typing.NamedTuple compiles every string annotation of its
+# fields at import (a ForwardRef each), ~40 us a field on every GGUF ledger's start-up (issue #33).
 
 import builtins
 import re

@@ -17,7 +17,8 @@ allocated, then against the caps in `planner.core.constants`, so a corrupt or ho
 fails fast with a HeaderError naming the file and the key.
 """
 
-from __future__ import annotations
+# No `from __future__ import annotations` here: typing.NamedTuple compiles every string annotation of its
+# fields at import (a ForwardRef each), ~40 us a field on every GGUF ledger's start-up (issue #33).
 
 import itertools
 import os
