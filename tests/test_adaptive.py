@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from pathlib import Path
 
 import pytest
 
@@ -18,7 +19,7 @@ from planner.speed.adaptive_predict import predict_plan
 
 from .cli_run import run_cli
 
-POLICY = Adaptive(0.5, kappa=4.0)
+POLICY = Adaptive(0.5, kappa=4.0, persistence=0.0)  # independent sureness: the closed forms below
 
 
 def test_incomplete_beta_closed_forms():
@@ -45,7 +46,7 @@ def test_a_round_by_hand():
     assert speedup(2, v, 0.1, 0.75, 0.0, POLICY) == pytest.approx(tokens / 1.65) == pytest.approx(1.38021, abs=1e-5)
     # draft-min 2: the one-token drafts are dropped and that round decodes one token at t_v(1)
     dropped = 0.125 + 0.875 * (1 + a_hi * 1.75)
-    assert speedup(2, v, 0.1, 0.75, 0.0, Adaptive(0.5, 2, kappa=4.0)) == pytest.approx(dropped / 1.625)
+    assert speedup(2, v, 0.1, 0.75, 0.0, Adaptive(0.5, 2, kappa=4.0, persistence=0.0)) == pytest.approx(dropped / 1.625)
     assert mean_drafted(0.75, 2, POLICY) == pytest.approx(1.875)
 
 
@@ -53,7 +54,7 @@ def test_the_unconditional_acceptance_sum_matches():
     # sum_l P(l) E[accepted | l] = sum_i (q A_hi)^(i-1) alpha  (position i is reached and accepted)
     for alpha, p_min, n in ((0.82, 0.75, 16), (0.6, 0.3, 5), (0.93, 0.9, 8)):
         q, a_hi, _ = split(alpha, p_min, 1.5)
-        probs, accepted = round_profile(alpha, n, Adaptive(p_min, kappa=1.5))
+        probs, accepted = round_profile(alpha, n, Adaptive(p_min, kappa=1.5, persistence=0.0))
         direct = sum((q * a_hi) ** (i - 1) * alpha for i in range(1, n + 1))
         assert sum(p * a for p, a in zip(probs, accepted, strict=True)) == pytest.approx(direct, rel=1e-9)
 
@@ -132,3 +133,36 @@ def test_draft_min_alone_takes_the_engines_stop(capsys):
     rc, _, err = run_cli(["recommend", "qwen2.5-7b-instruct", "--machine", "h100-sxm", "--engine", "vllm",
                           "--draft-min", "3"], capsys)
     assert rc == 2 and "--draft-min" in err and "Traceback" not in err
+
+
+def test_persistent_sureness_by_hand():
+    # q = 0.875 (above); rho 0.5: after a sure token the next is sure with s = 0.875 + 0.5 x 0.125 = 0.9375
+    q, a_hi, a_lo = split(0.75, 0.5, 4.0)
+    s = q + 0.5 * (1 - q)
+    assert s == pytest.approx(0.9375)
+    probs, accepted = round_profile(0.75, 3, Adaptive(0.5, kappa=4.0, persistence=0.5))
+    assert probs == pytest.approx((0.125, 0.875 * 0.0625, 0.875 * 0.9375)) and sum(probs) == pytest.approx(1.0)
+    last = s * a_hi + (1 - s) * a_lo  # the token at n_max is not checked against p_min: sure with s
+    assert accepted == pytest.approx((a_lo, a_hi + a_hi * a_lo, a_hi + a_hi ** 2 + a_hi ** 2 * last))
+
+
+def test_no_persistence_is_the_independent_law():
+    for alpha, p_min, n in ((0.82, 0.75, 16), (0.6, 0.3, 5)):
+        q, _, _ = split(alpha, p_min, 1.5)
+        probs, _ = round_profile(alpha, n, Adaptive(p_min, kappa=1.5, persistence=0.0))
+        assert probs == pytest.approx([q ** (i - 1) * (1 - q) for i in range(1, n)] + [q ** (n - 1)])
+
+
+def test_persistence_lengthens_rounds():
+    drafted = [mean_drafted(0.8, 16, Adaptive(0.75, kappa=1.5, persistence=r)) for r in (0.0, 0.3, 0.6, 0.9)]
+    assert drafted == sorted(drafted) and drafted[-1] > 2 * drafted[0]
+
+
+def test_catalogued_persistence_and_bad_values():
+    from planner.speed.adaptive import persistence
+
+    catalog = json.loads((Path(__file__).parents[1] / "catalogs" / "acceptance.json").read_text())
+    assert persistence(Adaptive(0.75)) == catalog["confidence"]["persistence"] == 0.0  # not used yet: see its source
+    for bad in (-0.1, 1.0):
+        with pytest.raises(UsageError, match="persistence"):
+            Adaptive(0.75, persistence=bad)

@@ -43,10 +43,13 @@ class Adaptive:
     p_min: float
     n_min: int = 0
     kappa: float | None = None  # None: the catalogued concentration (catalogs/acceptance.json)
+    persistence: float | None = None  # None: the catalogued persistence of sureness (catalogs/acceptance.json)
 
     def __post_init__(self) -> None:
         if not (math.isfinite(self.p_min) and 0.0 <= self.p_min < 1.0):
             raise UsageError(f"Cannot use --draft-p-min {self.p_min}: expected a probability in [0, 1).")
+        if self.persistence is not None and not (0.0 <= self.persistence < 1.0):
+            raise UsageError(f"Cannot use a confidence persistence of {self.persistence}: expected [0, 1).")
         if self.n_min < 0:
             raise UsageError(f"Cannot use --draft-min {self.n_min}: expected 0 or more tokens.")
 
@@ -60,6 +63,23 @@ EVERY_ROUND = Adaptive(0.0)  # no confidence stop: every round drafts K (llama.c
 def concentration(policy: Adaptive) -> float:
     """The policy's kappa, else the catalogued one (catalogs/acceptance.json `confidence`)."""
     return policy.kappa if policy.kappa is not None else catalogued_kappa(str(catalog_dir() / "acceptance.json"))
+
+
+def persistence(policy: Adaptive) -> float:
+    """The policy's rho, else the catalogued one (catalogs/acceptance.json `confidence.persistence`, 0 if absent)."""
+    if policy.persistence is not None:
+        return policy.persistence
+    return catalogued_persistence(str(catalog_dir() / "acceptance.json"))
+
+
+@lru_cache(maxsize=2)
+def catalogued_persistence(path: str) -> float:
+    data = read_json(path, what="acceptance adjustments catalog")
+    raw = (data.get("confidence") or {}).get("persistence", 0.0)
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)) or not (0.0 <= raw < 1.0):
+        raise ConfigError(f"Cannot read '{path}': confidence.persistence = {raw!r} (expected a number in [0, 1)).",
+                          path, key="confidence")
+    return float(raw)
 
 
 @lru_cache(maxsize=2)
@@ -92,13 +112,21 @@ def split(alpha: float, p_min: float, kappa: float) -> tuple[float, float, float
 
 
 def round_profile(alpha: float, n_max: int, policy: Adaptive) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """(P(L = l), E[accepted | L = l]) for l = 1..n_max."""
+    """(P(L = l), E[accepted | L = l]) for l = 1..n_max.
+
+    Sureness persists (`persistence` rho): a round's first token is sure with the stationary share q, each
+    next one with s = q + rho (1 - q) after a sure one, so P(L = 1) = 1 - q, P(L = l) = q s^(l-2) (1 - s) and
+    P(L = n_max) = q s^(n_max - 2); the token at n_max is accepted at s A_hi + (1 - s) A_lo. rho = 0 is the
+    independent law (q^(l-1) (1 - q), the last token at alpha) exactly."""
     q, a_hi, a_lo = split(alpha, policy.p_min, concentration(policy))
+    s = q + persistence(policy) * (1.0 - q)
     probs, accepted = [], []
     for length in range(1, n_max + 1):
         last = length == n_max
-        probs.append(q ** (length - 1) * (1.0 if last else 1.0 - q))
-        a_last = alpha if last else a_lo
+        reach = 1.0 if length == 1 else q * s ** (length - 2)  # P(the first length - 1 tokens are sure)
+        go_on = q if length == 1 else s  # P(token `length` is sure, given the ones before are)
+        probs.append(reach * (1.0 if last else 1.0 - go_on))
+        a_last = (go_on * a_hi + (1.0 - go_on) * a_lo) if last else a_lo
         accepted.append(sum(a_hi ** i for i in range(1, length)) + a_hi ** (length - 1) * a_last)
     return tuple(probs), tuple(accepted)
 
