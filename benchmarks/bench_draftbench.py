@@ -35,8 +35,8 @@ sys.path.insert(0, str(REPO))
 from benchmarks.bench_published import run_cli  # noqa: E402
 
 DATA = REPO / "benchmarks" / "data" / "draftbench"
-DTYPE = {"FP16": "f16", "Q8_0": "q8_0", "Q6_K": "q6_k", "Q5_K_M": "q5_k", "Q5_0": "q5_0", "Q4_K_M": "q4_k",
-         "Q4_0": "q4_0", "Q3_K_M": "q3_k", "Q2_K": "q2_k"}  # _M mixes as their base k-quant
+DTYPE = {"FP16": "f16", "Q8_0": "q8_0", "Q6_K": "q6_k", "Q5_K_M": "q5_k_m", "Q5_0": "q5_0", "Q4_K_M": "q4_k_m",
+         "Q4_0": "q4_0", "Q3_K_M": "q3_k_m", "Q2_K": "q2_k"}
 
 
 def pairs() -> list[dict]:

@@ -15,7 +15,7 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from . import dtypes, memo
+from . import dtypes, memo, quant_llamacpp
 from .errors import UsageError
 from .spec import QUANTISABLE_GROUPS, TensorInfo, make_tensor
 
@@ -27,7 +27,7 @@ class Scheme:
     """A weight format: `kind` selects the layout; `group_size` for int4 groups / fp8 blocks."""
 
     name: str
-    kind: str  # float | fp8 | int8 | int4 | nf4 | mxfp4 | ggml | ct_packed | mlx_affine
+    kind: str  # float | fp8 | int8 | int4 | nf4 | mxfp4 | ggml | ggml_mix | ct_packed | mlx_affine
     group_size: int = 128
     fmt: str = "BF16"  # float kind: target float format; ggml kind: the block type
     keep_dtype: str = "BF16"  # what non-quantised tensors are kept in
@@ -62,7 +62,8 @@ class Rule:
 
 
 SCHEMES = ("bf16", "fp16", "fp32", "fp8", "int8", "int4", "nf4", "mxfp4",
-           "q8_0", "q6_k", "q5_k", "q5_0", "q5_1", "q4_k", "q4_0", "q4_1", "q3_k", "q2_k")
+           "q8_0", "q6_k", "q5_k", "q5_0", "q5_1", "q4_k", "q4_0", "q4_1", "q3_k", "q2_k",
+           "q5_k_m", "q5_k_s", "q4_k_m", "q4_k_s", "q3_k_l", "q3_k_m", "q3_k_s")
 
 
 def parse_scheme(name: str, *, group_size: int = 128) -> Scheme:
@@ -95,7 +96,9 @@ def _parse_scheme(name: str, group_size: int) -> Scheme:
     if key == "mxfp4":
         return Scheme("mxfp4", "mxfp4", 32)
     if key.upper() in dtypes.FORMATS and dtypes.FORMATS[key.upper()].block_elems > 1:
-        return Scheme(key, "ggml", fmt=key.upper(), keep_dtype="F16")
+        return Scheme(key, "ggml", fmt=key.upper(), keep_dtype="F16")  # every matrix alike (llama-quantize --pure)
+    if key.upper() in quant_llamacpp.FILE_TYPES:  # a llama.cpp file type: llama-quantize's per-tensor mix
+        return Scheme(key, "ggml_mix", fmt=quant_llamacpp.FILE_TYPES[key.upper()], keep_dtype="F16")
     raise UsageError(f"Cannot use weights dtype '{name}': unknown (expected one of {', '.join(SCHEMES)}).")
 
 
@@ -329,6 +332,10 @@ def _exact_names(s: Scheme) -> dict[int, frozenset[str]]:
 
 def apply(tensors: Iterable[TensorInfo], s: Scheme) -> tuple[TensorInfo, ...]:
     """Inventory under scheme `s`: quantisable matrices converted, other float tensors in keep_dtype."""
+    if s.kind == "ggml_mix":
+        listed = tuple(tensors)
+        return tuple(_ggml(t, fmt) for t, fmt in zip(listed, quant_llamacpp.block_types(listed, s.name.upper()),
+                                                        strict=True))
     out: list[TensorInfo] = []
     exact = _exact_names(s) if s.kind == "per_module" else None
     for t in tensors:
