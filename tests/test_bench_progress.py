@@ -46,8 +46,8 @@ def test_every_missing_package_is_named_in_one_error():
 
 @pytest.mark.torch
 def test_run_pair_reports_each_decode(capsys):
-    transformers = pytest.importorskip("transformers")
-    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers", reason="a real decode needs transformers (extra 'real')")
+    torch = pytest.importorskip("torch", reason="a real decode needs torch (extra 'real')")
     from planner.bench.decode import HFStepper
     from planner.bench.runner import run_pair
 

@@ -51,7 +51,7 @@ def test_every_command_and_its_help_is_listed_as_registered():
 
 
 def test_short_help_is_clicks():
-    utils = pytest.importorskip("typer._click.utils") if _vendored() else pytest.importorskip("click.utils")
+    utils = pytest.importorskip("typer._click.utils", reason="this typer vendors click") if _vendored() else pytest.importorskip("click.utils", reason="typer's help is rendered by click")
     make_default_short_help = utils.make_default_short_help
     text = _fasthelp.COMMANDS[7][1]
     for limit in range(5, 120):

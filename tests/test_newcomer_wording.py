@@ -95,7 +95,7 @@ def test_bench_checks_the_pair_before_loading_a_model(capsys):
     """bench compares the tokenizers from their files first (#31 item 10: once found after 89 s)."""
     import time
 
-    pytest.importorskip("torch")
+    pytest.importorskip("torch", reason="the probe path needs torch (pip install torch==2.13.0)")
     d = gguf_test_dir()
     t, c = d / "gemma-3-270m-q4_k_m.gguf", d / "SmolLM2-135M-Instruct.Q4_1.gguf"
     if not (t.exists() and c.exists()):
