@@ -11,6 +11,7 @@ gguf-py's GGUFReader (checked in the slow test) and llama.cpp's loader compute t
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import subprocess
 import sys
@@ -99,18 +100,30 @@ def test_vocab_types_differ_and_fingerprints(smollm, gemma):
 
 def test_header_reads_stop_at_the_header(monkeypatch):
     # Why the read is fast (GGUFReader maps and walks the whole file: ~4 s and ~10-16 s here): the bytes it
-    # reads are the header's, never the tensor data. Counted, not timed (a timing fails on a busy host).
-    from planner.sources import gguf_header
-    read: list[int] = []
+    # reads are the header's, never the tensor data, and each once. Counted, not timed (a timing fails on a
+    # busy host).
+    from planner.sources import gguf_header, gguf_values
+    from planner.sources.gguf_header import LEDGER_SKIP, read_header
+    reads: list[tuple[int, int]] = []
     real_read = gguf_header._read
-    monkeypatch.setattr(gguf_header, "_read", lambda fh, n: read.append(n) or real_read(fh, n))
+    monkeypatch.setattr(gguf_header, "_read", lambda fh, n: reads.append((fh.tell(), n)) or real_read(fh, n))
     for name in (SMOLLM, GEMMA):
-        read.clear()
-        header = read_gguf(real(name))
-        # the first 4 MiB prefix, read again at least doubled only while the header runs past it
-        bound = max(gguf_header._FIRST_READ_BYTES, 2 * header.data_offset)
-        assert max(read) <= bound < header.file_size, (name, read, header.data_offset)
-        assert len(read) <= 1 + (header.data_offset // gguf_header._FIRST_READ_BYTES).bit_length()
+        for skip in (None, LEDGER_SKIP):
+            reads.clear()
+            header = read_gguf(real(name)) if skip is None else read_header(real(name), skip=skip)
+            # forward only, never starting in the tensor data, never reading a window's worth past the header
+            assert [a for a, _ in reads] == sorted(a for a, _ in reads), (name, reads)
+            assert all(a < header.data_offset for a, _ in reads), (name, reads)
+            assert max(a + n for a, n in reads) <= max(gguf_header._FIRST_READ_BYTES,
+                                                       header.data_offset + gguf_values._MAX_WINDOW)
+            # nothing read twice: a window that goes on keeps the bytes it still needs and reads the rest
+            assert all(a0 + n0 <= a1 for (a0, n0), (a1, _) in itertools.pairwise(reads)), (name, reads)
+    # the ledger read of Gemma's 262k-token header never reads its scores and token types (2 x 262,144 x
+    # 4 bytes, fixed-size values leapt over), so it reads less than the header itself
+    reads.clear()
+    header = read_header(real(GEMMA), skip=LEDGER_SKIP)
+    tables = 2 * 262_144 * 4
+    assert sum(n for _, n in reads) < header.data_offset - tables + gguf_values._MAX_WINDOW // 8, reads
 
 
 @pytest.mark.parametrize("name", [SMOLLM, GEMMA])

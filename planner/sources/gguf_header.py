@@ -57,7 +57,6 @@ from .gguf_values import (
     VALUE_TYPE_NAMES,
     SkippedArray,
     _Cursor,
-    _NeedMore,
 )
 
 # the value types live in gguf_values.py; readers and tests import them from here as before
@@ -167,7 +166,7 @@ def _endianness(buf: Any, origin: str) -> tuple[str, int]:
 
 def parse_header(data: Any, origin: str, *, file_size: int | None = None,
                  skip: frozenset[str] = DEFAULT_SKIP, file_index: int = 0, _prefix: bool = False,
-                 max_tensors: int = GGUF_MAX_TENSORS, _grow: Callable[[int], Any] | None = None,
+                 max_tensors: int = GGUF_MAX_TENSORS, _grow: Callable[[int, int, int], Any] | None = None,
                  leap: bool = True) -> GGUFHeader:
     """Parse a GGUF header from `data` (the whole file, an mmap, or a prefix of it).
 
@@ -199,7 +198,7 @@ def parse_header(data: Any, origin: str, *, file_size: int | None = None,
     except HeaderError:
         if not cur.leaped:
             raise
-    cur = _Cursor(cur.buf, origin, endian, end=file_size if _prefix else None, grow=_grow)
+    cur = _Cursor(cur.buf, origin, endian, end=file_size if _prefix else None, grow=_grow, base=cur.base)
     return _parse(cur, version, skip, file_index, max_tensors, False, file_size)
 
 
@@ -217,12 +216,11 @@ def _parse(cur: _Cursor, version: int, skip: frozenset[str], file_index: int, ma
         if key in metadata:
             raise cur.fail(f"key '{key}'", "appears twice")
         vtype = cur.scalar(UINT32, f"type of key '{key}'")
-        start = cur.pos
         # a skipped string array may be leapt over where a key follows it (the last key is followed by tensors)
         cur.leap = key[:key.find(".") + 1].encode() if leap and key in skip and i < n_kv - 1 and "." in key else None
         metadata[key] = cur.value(vtype, key, skip=key in skip)
         if vtype == ARRAY:
-            types[key] = (ARRAY, struct.unpack_from(endian + "I", cur.buf, start)[0])  # read by cur.array already
+            types[key] = (ARRAY, cur.etype)  # read by cur.array already
         else:
             types[key] = vtype
     alignment = _alignment(metadata, types, cur)
@@ -254,8 +252,9 @@ def _tensor_infos(cur: _Cursor, n: int) -> list[tuple[str, tuple[int, ...], int,
     e, out = cur.e, []
     u64, u32 = struct.Struct(e + "Q"), struct.Struct(e + "I")
     for i in range(n):
-        pos, avail, buf = cur.pos, cur.avail, cur.buf
-        if pos + 8 <= avail:
+        buf, base = cur.buf, cur.base
+        pos, avail = cur.pos - base, cur.avail - base  # in the read window
+        if pos >= 0 and pos + 8 <= avail:
             (ln,) = u64.unpack_from(buf, pos)
             at = pos + 8 + ln
             if ln <= 65_535 and at + 4 <= avail:
@@ -265,7 +264,7 @@ def _tensor_infos(cur: _Cursor, n: int) -> list[tuple[str, tuple[int, ...], int,
                     *ne, type_id, offset = struct.unpack_from(f"{e}{n_dims}qIQ", buf, at + 4)
                     if min(ne, default=0) >= 0:
                         out.append((bytes(buf[pos + 8:at]).decode("utf-8", "replace"), tuple(ne), type_id, offset))
-                        cur.pos = end
+                        cur.pos = end + base
                         continue
         out.append(_tensor_info(cur, i))
     return out
@@ -327,8 +326,9 @@ def _known_types(table: dict[int, tuple[str, int, int]]) -> str:
 
 def read_header(path: str | Path, *, skip: frozenset[str] = DEFAULT_SKIP, file_index: int = 0,
                 max_tensors: int = GGUF_MAX_TENSORS, max_bytes: int = GGUF_MAX_HEADER_BYTES) -> GGUFHeader:
-    """Read one local GGUF file's header with bounded reads: a 4 MiB prefix, grown (at least doubled) only
-    while the header runs past it, never more than `max_bytes` (less for a split model's later parts).
+    """Read one local GGUF file's header with bounded reads: a first prefix, then windows of the file only
+    where the parse goes on (`_Cursor.more`: the bytes of skipped fixed-size tables are never read, nothing
+    is read twice), never past `max_bytes` (less for a split model's later parts).
 
     Why not a memory map of the whole file: a valid 40 GB GGUF would then need 40 GB of address space,
     and fail under a container's address-space limit although only its first megabytes are read.
@@ -349,41 +349,26 @@ def read_header(path: str | Path, *, skip: frozenset[str] = DEFAULT_SKIP, file_i
                 _endianness(head, str(p))
                 raise HeaderError(f"Cannot read GGUF header of '{p}': {size} bytes is too short for a GGUF "
                                   f"file (expected at least 24). Re-download it.", p)
-            held = [b""]  # the bytes read so far (one buffer, replaced by a longer one as it grows)
 
-            def read_to(want: int) -> bytes:
-                """The first `want` bytes, read again from the start in one read (from the page cache, ~0.1 ms
-                a MB): cheaper than zero-filling a new bytearray, copying the old bytes and reading the rest
-                into it (8 MB: 1.0 ms against 2.6 ms, issue #33)."""
-                fh.seek(0)
-                new = _read(fh, want)
-                if len(new) < want:
-                    raise HeaderError(f"Cannot read GGUF header of '{p}': the file shrank while being read "
-                                      f"(expected {size} bytes).", p)
-                held[0] = new
-                return new
-
-            def grow(upto: int) -> bytes:
-                """Read on (at least doubling what is read) up to `upto`, never past `max_bytes`."""
+            def window(frm: int, upto: int, stop: int) -> bytes:
+                """The file's bytes [frm, stop) (`_Cursor.more`: `upto` is what the parse needs, the rest read-ahead):
+                the parse never needs bytes past `max_bytes`; the read-ahead stops there too, or at the first read's
+                size where that is more (a split model's later parts have less than that left to them in all, and
+                `read_gguf` counts their header bytes against it)."""
                 if upto > max_bytes:
                     raise HeaderError(f"Cannot read GGUF header of '{p}': the header runs past {max_bytes} "
                                       f"bytes, more than any real model's (expected a few MB). The file is "
                                       f"corrupt or hostile.", p)
-                return read_to(min(size, max_bytes, max(upto, 2 * len(held[0]))))
+                stop = min(stop, max(max_bytes, _FIRST_READ_BYTES))
+                fh.seek(frm)
+                new = _read(fh, stop - frm)
+                if len(new) < stop - frm:
+                    raise HeaderError(f"Cannot read GGUF header of '{p}': the file shrank while being read "
+                                      f"(expected {size} bytes).", p)
+                return new
 
-            read_to(min(size, _FIRST_READ_BYTES))
-            leap = True
-            while True:
-                try:
-                    return parse_header(held[0], str(p), file_size=size, skip=skip, file_index=file_index,
-                                        _prefix=True, max_tensors=max_tensors, _grow=grow, leap=leap)
-                except _NeedMore as more:  # a read that cannot resume (the checked string loop): parse again
-                    try:
-                        grow(more.upto)
-                    except HeaderError:
-                        if not leap:
-                            raise
-                        leap = False  # a wrong leap may claim bytes the exact walk never needs
+            return parse_header(window(0, 0, min(size, _FIRST_READ_BYTES)), str(p), file_size=size, skip=skip,
+                                file_index=file_index, _prefix=True, max_tensors=max_tensors, _grow=window)
     except OSError as e:
         raise HeaderError(f"Cannot read GGUF file '{p}': {e.strerror or e}.", p) from e
 

@@ -56,6 +56,8 @@ class SkippedArray:
 # walk in less time than a search's set-up.
 LEAP_MIN_STRINGS = 4096
 _SEVEN_ZEROS, _THREE_ZEROS = bytes(7), bytes(3)
+# A read window (see `_Cursor.more`): 64 KiB where the read jumps ahead, doubled while it goes on, at most 8 MiB.
+_MIN_WINDOW, _MAX_WINDOW = 1 << 16, 1 << 23
 _KEY_BYTES = bytes(range(0x21, 0x7F))
 
 
@@ -68,28 +70,46 @@ class _NeedMore(Exception):  # internal: a prefix of a local file ran out before
 class _Cursor:
     """A bounds-checked position in a header buffer; every read names the key it serves.
 
-    `end` is where the file ends (claims are checked against it); `avail` is how much of it `buf`
-    holds: a read past `avail` but inside `end` asks `read_header` for a longer prefix (`_NeedMore`).
+    `end` is where the file ends (claims are checked against it); `buf` holds the file's bytes from `base`
+    to `avail` (the read window; positions are the file's): a read outside it but inside `end` asks for a
+    new window (`more`), or, without `grow`, for a longer prefix (`_NeedMore`).
     """
 
-    __slots__ = ("avail", "buf", "e", "elems", "end", "grow", "leap", "leaped", "origin", "pos")
+    __slots__ = ("avail", "base", "buf", "chunk", "e", "elems", "end", "etype", "grow", "leap", "leaped", "origin",
+                 "pos")
 
     def __init__(self, buf: Any, origin: str, endian: str, end: int | None = None,
-                 grow: Callable[[int], Any] | None = None) -> None:
-        self.buf, self.origin, self.e, self.grow = buf, origin, endian, grow
-        self.pos, self.avail, self.elems = 0, len(buf), 0
-        self.end = len(buf) if end is None else end
+                 grow: Callable[[int, int, int], Any] | None = None, base: int = 0) -> None:
+        self.buf, self.origin, self.e, self.grow, self.base = buf, origin, endian, grow, base
+        self.pos, self.avail, self.elems, self.etype = 0, base + len(buf), 0, 0
+        self.end = self.avail if end is None else end
+        self.chunk = _MIN_WINDOW
         self.leap: bytes | None = None  # set by parse_header: the namespace of the key a skipped array may leap to
         self.leaped = False  # a leap was taken: the parse is provisional until the whole header checks out
 
-    def more(self, upto: int) -> None:
-        """Bytes up to `upto` (inside the file): `grow` returns a longer buffer (read_header's: the bytes read
-        so far and more), so the walk goes on where it stopped; without it the whole parse starts again on a
-        longer prefix."""
+    def more(self, upto: int, frm: int | None = None) -> None:
+        """Bytes up to `upto` (inside the file), from `frm` on (default: the cursor's position, the first byte
+        any reader still looks at): `grow(frm, stop)` returns the file's bytes [frm, stop), the new window, so
+        the walk goes on where it stopped; without it the whole parse starts again on a longer prefix.
+
+        Why a window and not the whole prefix: the bytes a skipped table of fixed-size values spans (a 262k
+        vocabulary's scores and token types: 2 MB of Gemma 3's 6.5 MB header) are never read, nor is a leapt
+        table's least length (8 bytes a string), and nothing is read twice. The window grows like a read-ahead:
+        double the last where it goes on from the last, 64 KiB where it jumps."""
         if self.grow is None:
             raise _NeedMore(upto)
-        self.buf = self.grow(upto)
-        self.avail = len(self.buf)
+        frm = self.pos if frm is None else frm
+        goes_on = self.base <= frm <= self.avail < upto
+        self.chunk = min(2 * self.chunk, _MAX_WINDOW) if goes_on else _MIN_WINDOW
+        stop = min(self.end, max(upto, frm + self.chunk))
+        if goes_on:  # the window's bytes from `frm` on are kept, only the rest is read
+            kept = self.buf[frm - self.base:]
+            rest = self.grow(self.avail, upto, stop)
+            self.buf = kept + rest if kept else rest
+        else:
+            self.buf = self.grow(frm, upto, stop)
+        self.base = frm
+        self.avail = frm + len(self.buf)
 
     def fail(self, what: str, reason: str, fix: str = "The file is corrupt or not a GGUF model: "
              "re-download or re-convert it") -> HeaderError:
@@ -99,14 +119,14 @@ class _Cursor:
         if n > self.end - self.pos:
             raise self.fail(what, f"needs {n} more bytes at offset {self.pos} but only {self.end - self.pos} "
                                   f"remain (truncated file)")
-        if self.pos + n > self.avail:
+        if self.pos + n > self.avail or self.pos < self.base:
             self.more(self.pos + n)
 
     def scalar(self, vtype: int, what: str) -> Any:
         code = _CODES[vtype]
         size = _MIN_ELEM_BYTES[vtype]
         self.need(size, what)
-        (v,) = struct.unpack_from(self.e + code, self.buf, self.pos)
+        (v,) = struct.unpack_from(self.e + code, self.buf, self.pos - self.base)
         self.pos += size
         return v
 
@@ -127,7 +147,8 @@ class _Cursor:
         if n > cap:
             raise self.fail(what, f"string of {n} bytes is longer than the {cap} allowed")
         self.need(n, what)
-        s = self.buf[self.pos:self.pos + n]
+        at = self.pos - self.base
+        s = self.buf[at:at + n]
         self.pos += n
         return bytes(s).decode("utf-8", "replace")
 
@@ -154,15 +175,19 @@ class _Cursor:
             raise self.fail(what, f"the arrays hold more than {4 * GGUF_MAX_ARRAY_LEN} elements in all")
         if etype in _CODES:
             size = _MIN_ELEM_BYTES[etype] * n
-            if not skip:
+            if skip:  # a skipped table of fixed-size values is never read (the window leaps over it)
+                out: Any = SkippedArray(etype, n)
+            else:
                 self.need(size, what)
-            vals = struct.unpack_from(f"{self.e}{n}{_CODES[etype]}", self.buf, self.pos) if not skip else ()
+                out = struct.unpack_from(f"{self.e}{n}{_CODES[etype]}", self.buf, self.pos - self.base)
             self.pos += size
-            return SkippedArray(etype, n) if skip else vals
-        if etype == STRING:
+        elif etype == STRING:
             vals = self.string_array(n, what, skip)
-            return SkippedArray(etype, n) if skip else vals
-        return tuple(self.value(ARRAY, f"{key}[{i}]", depth + 1) for i in range(n))
+            out = SkippedArray(etype, n) if skip else vals
+        else:
+            out = tuple(self.value(ARRAY, f"{key}[{i}]", depth + 1) for i in range(n))
+        self.etype = etype  # the element type of the array read last (the header records it per key)
+        return out
 
     def string_array(self, n: int, what: str, skip: bool) -> tuple[str, ...]:
         """n strings in one loop (the hot path: 262k tokens), then one decode of the joined bytes.
@@ -177,8 +202,11 @@ class _Cursor:
         start, kept = self.pos, None if skip else parts  # None: the walk keeps nothing
         done, pos = 0, start
         while True:
-            walked, pos, need = _walk(self.buf, pos, n - done, self.e, kept)
-            done += walked
+            if pos < self.base:  # a leap that found no key left the window past the table's start
+                self.more(pos + 8, frm=pos)
+            base = self.base
+            walked, pos, need = _walk(self.buf, pos - base, n - done, self.e, kept)
+            done, pos, need = done + walked, pos + base, need + base
             if pos > self.end or (done < n and need > self.end):  # a length past the file: say exactly which
                 self.pos = start
                 parts = self._checked_strings(n, what, skip)
@@ -186,7 +214,7 @@ class _Cursor:
             if done == n:
                 self.pos = pos
                 break
-            self.more(need)  # the bytes read end inside the array: read on, walk on from string `done`
+            self.more(need, frm=pos)  # the bytes read end inside the array: read on, walk on from string `done`
         if skip or not n:
             return ()
         # One decode: NUL is a whole UTF-8 character and never part of an invalid sequence, so
@@ -214,20 +242,23 @@ class _Cursor:
         assert ns is not None
         at = self.pos + 8 * n + 8  # the least end (n empty strings) plus the key's own length prefix
         while True:
-            buf = self.buf
-            c = buf.find(ns, at)
+            buf, base = self.buf, self.base
+            c = buf.find(ns, at - base) if at - 8 >= base else -1
             if c < 0:
                 if self.avail >= self.end:
                     return False
                 at = max(at, self.avail - len(ns))  # a namespace cut by the end of the bytes read is found again
-                self.more(min(self.end, self.avail + 1))
+                self.more(min(self.end, max(at, self.avail + 1)), frm=at - 8)  # a key's length precedes it
                 continue
-            ln = buf[c - 1] if big else buf[c - 8]
+            c += base
+            ln = buf[c - 1 - base] if big else buf[c - 8 - base]
             if self.avail < c + ln + 4 and self.avail < self.end:
-                self.more(min(self.end, c + ln + 4))  # the key and its type must be in the bytes read
+                at = c
+                self.more(min(self.end, c + ln + 4), frm=c - 8)  # the key and its type must be in the bytes read
                 continue
-            key, vt = buf[c:c + ln], buf[c + ln:c + ln + 4]
-            zeros, vtype, rest = (buf[c - 8:c - 1], vt[3:], vt[:3]) if big else (buf[c - 7:c], vt[:1], vt[1:])
+            r = c - base
+            key, vt = buf[r:r + ln], buf[r + ln:r + ln + 4]
+            zeros, vtype, rest = (buf[r - 8:r - 1], vt[3:], vt[:3]) if big else (buf[r - 7:r], vt[:1], vt[1:])
             if (ln > len(ns) and zeros == _SEVEN_ZEROS and rest == _THREE_ZEROS and vtype and vtype[0] <= 12
                     and not key.translate(None, _KEY_BYTES)):  # every byte of the key printable, no space
                 self.pos, self.leaped = c - 8, True
@@ -236,23 +267,25 @@ class _Cursor:
 
     def _checked_strings(self, n: int, what: str, skip: bool) -> list[bytes]:
         """The array walked with every length checked against the file and the bytes read (the slow path)."""
-        buf, pos, end, avail = self.buf, self.pos, self.end, self.avail
+        pos, end = self.pos, self.end
         unpack = struct.Struct(self.e + "Q").unpack_from
         parts: list[bytes] = []
         add = parts.append
         try:
             for _ in range(n):
-                if pos + 8 > avail:
-                    raise _NeedMore(pos + 8) if pos + 8 <= end else struct.error
-                ln = unpack(buf, pos)[0]
+                if pos + 8 > self.avail or pos < self.base:
+                    if pos + 8 > end:
+                        raise struct.error
+                    self.more(pos + 8, frm=pos)
+                ln = unpack(self.buf, pos - self.base)[0]
                 pos += 8
                 if ln > end - pos:
                     raise self.fail(what, f"string of {ln} bytes at offset {pos} but only {end - pos} remain "
                                           f"(truncated)")
-                if pos + ln > avail and not skip:
-                    raise _NeedMore(pos + ln)
                 if not skip:
-                    add(buf[pos:pos + ln])
+                    if pos + ln > self.avail:
+                        self.more(pos + ln, frm=pos)
+                    add(self.buf[pos - self.base:pos - self.base + ln])
                 pos += ln
         except struct.error:
             raise self.fail(what, f"string length at offset {pos} runs past the end (truncated)") from None
