@@ -10,9 +10,10 @@ scales + zeros), with the layouts of the public formats, and keep the rest.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import json
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from . import dtypes, memo, quant_llamacpp
@@ -113,19 +114,66 @@ def _module(name: str) -> str:
 
 def _skipped(name: str, patterns: Sequence[str], substring: bool = False) -> bool:
     """Whether the tensor's module is left unquantised: `re:` patterns by re.match (compressed-tensors
-    utils/match.py _match_name), others as names or fnmatch wildcards; ModelOpt also by substring."""
-    module = _module(name)
+    utils/match.py _match_name), others as names or fnmatch wildcards; ModelOpt also by substring.
+
+    The module is tried under each name a checkpoint may give it (`_aliases`): a multimodal checkpoint's
+    `ignore` names its text layers `model.language_model.layers.N...` where the inventory says `model.layers.N...`
+    (a Gemma 4 AWQ build lists every layer's dense MLP so: sized as INT4, -4.5%)."""
+    if not patterns:
+        return False
+    match = _matcher(tuple(patterns), substring)
+    return any(match(m) for m in _aliases(_module(name)))
+
+
+# Where transformers' multimodal wrappers (Gemma3/4ForConditionalGeneration, Qwen2-VL, LLaVA since 4.52:
+# `_checkpoint_conversion_mapping`) keep the text model, so where a checkpoint's own names put its layers.
+_TEXT_PREFIXES = ("model.language_model.", "language_model.model.", "language_model.")
+_TEXT_PARTS = ("layers.", "embed_tokens", "norm")  # the text model's own modules as the inventory names them
+
+
+def _aliases(module: str) -> tuple[str, ...]:
+    """The module's inventory name and, for a text-model tensor (`model.X`), the names a multimodal
+    checkpoint gives it."""
+    if module == "lm_head":  # mlx-vlm keeps the head in its language model (`language_model.lm_head`)
+        return (module, "language_model.lm_head")
+    rest = module[len("model."):]
+    if not module.startswith("model.") or not rest.startswith(_TEXT_PARTS):  # a vision tower is not the text model
+        return (module,)
+    return (module, *(p + rest for p in _TEXT_PREFIXES))
+
+
+@functools.lru_cache(maxsize=64)
+def _matcher(patterns: tuple[str, ...], substring: bool) -> Callable[[str], bool]:
+    """One test for a pattern list (a quantised checkpoint's `ignore` lists hundreds of modules, asked for each
+    of thousands of tensors): the same answer as trying each pattern in turn, `re:` by re.match, a name with
+    fnmatch wildcards as fnmatch, a plain name by equality, as the module's dotted prefix (`p.*`) or as its
+    string suffix (`endswith`), ModelOpt's also as a substring. A pure function of its arguments: cached by value."""
+    regexes, wild, plain = [], [], set()
     for p in patterns:
         if p.startswith("re:"):
             try:
-                if re.match(p[3:], module):
-                    return True
+                regexes.append(re.compile(p[3:]))
             except re.error:
                 continue
-        elif (fnmatch.fnmatch(module, p) or fnmatch.fnmatch(module, p + ".*") or module.endswith(p)
-              or (substring and p in module)):
+        elif any(c in p for c in "*?["):
+            wild.append(re.compile(fnmatch.translate(p)))
+            wild.append(re.compile(fnmatch.translate(p + ".*")))
+        else:
+            plain.add(p)
+    lengths = sorted({len(p) for p in plain})
+
+    def match(module: str) -> bool:
+        if any(r.match(module) for r in regexes) or any(w.match(module) for w in wild):
             return True
-    return False
+        n = len(module)
+        for ln in lengths:  # equal, a dotted prefix (fnmatch `p.*`), or a suffix
+            if ln > n:
+                break
+            if module[n - ln:] in plain or (module[:ln] in plain and (ln == n or module[ln] == ".")):
+                return True
+        return substring and any(p in module for p in plain)
+
+    return match
 
 
 _EXPERT = re.compile(r"\.experts\.\d+\.(gate_proj|up_proj|w1|w3)$")
@@ -138,14 +186,15 @@ def _fused_name(module: str) -> str:
 
 
 def _targets(rule: Rule, module: str, t: TensorInfo) -> bool:
+    names = _aliases(module)  # a multimodal checkpoint's `re:` targets name its text layers its own way
     for target in rule.targets:
         if target.startswith("re:"):
             try:
-                if re.match(target[3:], module):
+                if any(re.match(target[3:], m) for m in names):
                     return True
             except re.error:
                 continue
-        elif (target == "Linear" or (target.endswith("MoE") and t.group == "experts") or module == target
+        elif (target == "Linear" or (target.endswith("MoE") and t.group == "experts") or target in names
               or (not rule.exact and module.endswith("." + target))):
             return True
     return False
@@ -158,7 +207,7 @@ def rule_for(t: TensorInfo, s: Scheme, exact_names: dict[int, frozenset[str]] | 
         return None
     for i, rule in enumerate(s.rules):
         if rule.exact and exact_names is not None:
-            if module in exact_names[i] and quantisable(t, rule.scheme):
+            if any(m in exact_names[i] for m in _aliases(module)) and quantisable(t, rule.scheme):
                 return rule.scheme
         elif _targets(rule, module, t) and quantisable(t, rule.scheme):
             return rule.scheme

@@ -70,6 +70,11 @@ def normalise(config: dict[str, Any], origin: str) -> tuple[dict[str, Any], dict
         for k in _INHERIT:
             if k in top and k not in text:
                 text[k] = top[k]
+        if isinstance(top.get("torch_dtype"), str):
+            # what is stored: transformers' save_pretrained writes the saved model's dtype (its first floating
+            # parameter's, `get_parameter_dtype`) into the top-level config only, so a text_config's own dtype
+            # can be the base model's (InternVideo2.5: float32 stored, llm_config bfloat16)
+            text["torch_dtype"] = top["torch_dtype"]
         if not text.get("model_type") or text.get("model_type") == wrapper:
             text["model_type"] = WRAPPER_TEXT_TYPES.get(wrapper, text.get("model_type") or wrapper)
     if not text.get("model_type"):

@@ -35,6 +35,11 @@ ALIASES: dict[str, str] = {
     "nemotron-nas": "nemotron_nas",  # DeciLM-style Nemotron-NAS configs (block_configs): the hyphenated model_type
     "gemma3": "gemma3_text",  # only reached when a gemma3 config has no text_config
     "kimi_k2": "deepseek_v3",
+    # Mistral Small 4 (Mistral3 wrapper, text_config `mistral4`): DeepSeek-V3's keys (q/kv_lora_rank, qk_nope/rope,
+    # v_head_dim, n_routed/shared_experts, first_k_dense_replace) and tensors: an MLX export's index lists q_a_proj,
+    # q_a_layernorm, q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm, o_proj, mlp.gate, shared_experts, switch_mlp
+    # per layer (tests/fixtures/fresh_r9; -0.04% of its total_size as deepseek_v3, +1.1% as a plain decoder)
+    "mistral4": "deepseek_v3",
     "granite": "llama",
     "olmo3": "olmo2",
     "ministral": "mistral",

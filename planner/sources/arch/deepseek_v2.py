@@ -42,6 +42,7 @@ class Args(BaseArgs):
     mlp_layer_types: list | None = None
     num_key_value_heads: int | None = None  # MLA: every head reads the shared latent; not a cache width
     qk_head_dim: int | None = None  # = qk_nope_head_dim + qk_rope_head_dim (derived the same way below)
+    head_dim: int | None = None  # Mistral 4 states it: the q/k head (qk_nope + qk_rope), equal to v_head_dim there
 
 
 def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
@@ -74,10 +75,14 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
         mtp_t.norm(f"{p}.shared_head.norm", h)
         mtp_t.add(f"{p}.shared_head.head.weight", (args.vocab_size, h), "lm_head")
     notes = []
+    qk_dim = args.qk_nope_head_dim + args.qk_rope_head_dim
+    guesses = () if args.head_dim in (None, qk_dim, args.v_head_dim) else (
+        f"head_dim {args.head_dim} is neither the q/k head ({qk_dim}) nor v_head_dim ({args.v_head_dim}): "
+        f"a width no rule here reads",)
     if args.num_nextn_predict_layers:
         notes.append(f"{args.num_nextn_predict_layers} MTP layer(s) not resident for plain decoding: on their "
                      f"own row (loaded only for MTP speculation)")
-    return finish(args, t, layers, dtype_known=known, moe=moe, notes=notes,
+    return finish(args, t, layers, dtype_known=known, moe=moe, notes=notes, guesses=guesses,
                   mtp=mtp_spec(mtp_t, args.num_nextn_predict_layers), mtp_tensors=tuple(mtp_t.items))
 
 
