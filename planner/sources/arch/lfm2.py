@@ -11,9 +11,10 @@ conv state of hidden x (L_cache - 1) per sequence (vLLM short_conv.py), not per-
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
-from ...core.spec import FULL, NONE, LayerSpec
+from ...core.spec import FULL, NONE, LayerSpec, MoESpec
 from .base import ArchSpec, BaseArgs, Tensors, config_dtype, finish, require_positive
 
 
@@ -43,6 +44,9 @@ class Args(BaseArgs):
     conv_dim: int | None = None  # = hidden_size
     conv_dim_out: int | None = None
     num_heads: int | None = None  # = num_attention_heads
+    # the original configs' name for tie_word_embeddings, which Lfm2Config reads first:
+    # `tie_word_embeddings = kwargs.get("tie_embedding", tie_word_embeddings)` (configuration_lfm2.py)
+    tie_embedding: bool | None = None
 
 
 def ff_width(args: Args) -> int:
@@ -63,9 +67,23 @@ def attention_layers(args: Args) -> set[int]:
 
 
 def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
+    ff = ff_width(args)
+
+    def dense(t: Tensors, p: str, i: int) -> tuple[str, int]:
+        t.mlp(p, args.hidden_size, ff, gated=args.block_use_swiglu)
+        return "dense", ff
+
+    return build(args, origin, dense)
+
+
+def build(args: Args, origin: str, ffn: Callable[[Tensors, str, int], tuple[str, int]],
+          moe: MoESpec | None = None) -> ArchSpec:
+    """The LFM2 layer stack: conv or attention operator per layer, each layer's feed-forward from `ffn`
+    (its tensors under `p`, layer `i`; returns the LayerSpec's ffn kind and width): LFM2's SwiGLU, or
+    LFM2-MoE's dense-then-experts (lfm2_moe.py)."""
     require_positive(args, "hidden_size", "num_hidden_layers", "num_attention_heads", "vocab_size", origin=origin)
     h, nq = args.hidden_size, args.num_attention_heads
-    nkv, hd, ff, k = args.num_key_value_heads or nq, h // nq, ff_width(args), args.conv_L_cache
+    nkv, hd, k = args.num_key_value_heads or nq, h // nq, args.conv_L_cache
     dtype, known = config_dtype(args)
     t = Tensors(dtype)
     t.add("model.embed_tokens.weight", (args.vocab_size, h), "embedding")
@@ -81,18 +99,22 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
             t.linear(f"{p}.self_attn.out_proj", nq * hd, h, "attention")
             t.norm(f"{p}.self_attn.q_layernorm", hd)
             t.norm(f"{p}.self_attn.k_layernorm", hd)
-            layers.append(LayerSpec(attention=FULL, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd,
-                                    ffn_width=ff))
         else:
             t.linear(f"{p}.conv.in_proj", h, 3 * h, "recurrent", args.conv_bias)
             t.add(f"{p}.conv.conv.weight", (h, 1, k), "other")
             if args.conv_bias:
                 t.add(f"{p}.conv.conv.bias", (h,), "norm")
             t.linear(f"{p}.conv.out_proj", h, h, "recurrent", args.conv_bias)
-            layers.append(LayerSpec(attention=NONE, recurrent="short_conv", conv_dim=h, conv_kernel=k, ffn_width=ff))
         t.norm(f"{p}.operator_norm", h)
         t.norm(f"{p}.ffn_norm", h)
-        t.mlp(f"{p}.feed_forward", h, ff, gated=args.block_use_swiglu)
-    if not args.tie_word_embeddings:
+        kind, width = ffn(t, f"{p}.feed_forward", i)
+        if i in attn:
+            layers.append(LayerSpec(attention=FULL, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd,
+                                    ffn=kind, ffn_width=width))
+        else:
+            layers.append(LayerSpec(attention=NONE, recurrent="short_conv", conv_dim=h, conv_kernel=k, ffn=kind,
+                                    ffn_width=width))
+    tied = args.tie_word_embeddings if args.tie_embedding is None else bool(args.tie_embedding)
+    if not tied:
         t.add("lm_head.weight", (args.vocab_size, h), "lm_head")
-    return finish(args, t, layers, dtype_known=known)
+    return finish(args, t, layers, dtype_known=known, moe=moe)
