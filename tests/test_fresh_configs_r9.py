@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from planner import engines
-from planner.core.quant import _skipped
+from planner.core.quant_names import skipped as _skipped
 from planner.fits.memory import Settings, kv_per_token
 from planner.sources import load_spec
 

@@ -9,15 +9,14 @@ scales + zeros), with the layouts of the public formats, and keep the rest.
 
 from __future__ import annotations
 
-import fnmatch
-import functools
 import json
 import re
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from . import dtypes, memo, quant_llamacpp
 from .errors import UsageError
+from .quant_names import aliases, module_of, skipped
 from .spec import QUANTISABLE_GROUPS, TensorInfo, make_tensor
 
 _ROUTER = re.compile(r"\.(gate|router)\.weight$|\.router\.|shared_expert_gate")
@@ -103,79 +102,6 @@ def _parse_scheme(name: str, group_size: int) -> Scheme:
     raise UsageError(f"Cannot use weights dtype '{name}': unknown (expected one of {', '.join(SCHEMES)}).")
 
 
-def _module(name: str) -> str:
-    """The module a tensor belongs to: `x.q_proj.weight` -> `x.q_proj`; a fused expert tensor
-    (`x.experts.gate_up_proj`, no `.weight`) is its own module."""
-    for suffix in (".weight", ".bias"):
-        if name.endswith(suffix):
-            return name[: -len(suffix)]
-    return name
-
-
-def _skipped(name: str, patterns: Sequence[str], substring: bool = False) -> bool:
-    """Whether the tensor's module is left unquantised: `re:` patterns by re.match (compressed-tensors
-    utils/match.py _match_name), others as names or fnmatch wildcards; ModelOpt also by substring.
-
-    The module is tried under each name a checkpoint may give it (`_aliases`): a multimodal checkpoint's
-    `ignore` names its text layers `model.language_model.layers.N...` where the inventory says `model.layers.N...`
-    (a Gemma 4 AWQ build lists every layer's dense MLP so: sized as INT4, -4.5%)."""
-    if not patterns:
-        return False
-    match = _matcher(tuple(patterns), substring)
-    return any(match(m) for m in _aliases(_module(name)))
-
-
-# Where transformers' multimodal wrappers (Gemma3/4ForConditionalGeneration, Qwen2-VL, LLaVA since 4.52:
-# `_checkpoint_conversion_mapping`) keep the text model, so where a checkpoint's own names put its layers.
-_TEXT_PREFIXES = ("model.language_model.", "language_model.model.", "language_model.")
-_TEXT_PARTS = ("layers.", "embed_tokens", "norm")  # the text model's own modules as the inventory names them
-
-
-def _aliases(module: str) -> tuple[str, ...]:
-    """The module's inventory name and, for a text-model tensor (`model.X`), the names a multimodal
-    checkpoint gives it."""
-    if module == "lm_head":  # mlx-vlm keeps the head in its language model (`language_model.lm_head`)
-        return (module, "language_model.lm_head")
-    rest = module[len("model."):]
-    if not module.startswith("model.") or not rest.startswith(_TEXT_PARTS):  # a vision tower is not the text model
-        return (module,)
-    return (module, *(p + rest for p in _TEXT_PREFIXES))
-
-
-@functools.lru_cache(maxsize=64)
-def _matcher(patterns: tuple[str, ...], substring: bool) -> Callable[[str], bool]:
-    """One test for a pattern list (a quantised checkpoint's `ignore` lists hundreds of modules, asked for each
-    of thousands of tensors): the same answer as trying each pattern in turn, `re:` by re.match, a name with
-    fnmatch wildcards as fnmatch, a plain name by equality, as the module's dotted prefix (`p.*`) or as its
-    string suffix (`endswith`), ModelOpt's also as a substring. A pure function of its arguments: cached by value."""
-    regexes, wild, plain = [], [], set()
-    for p in patterns:
-        if p.startswith("re:"):
-            try:
-                regexes.append(re.compile(p[3:]))
-            except re.error:
-                continue
-        elif any(c in p for c in "*?["):
-            wild.append(re.compile(fnmatch.translate(p)))
-            wild.append(re.compile(fnmatch.translate(p + ".*")))
-        else:
-            plain.add(p)
-    lengths = sorted({len(p) for p in plain})
-
-    def match(module: str) -> bool:
-        if any(r.match(module) for r in regexes) or any(w.match(module) for w in wild):
-            return True
-        n = len(module)
-        for ln in lengths:  # equal, a dotted prefix (fnmatch `p.*`), or a suffix
-            if ln > n:
-                break
-            if module[n - ln:] in plain or (module[:ln] in plain and (ln == n or module[ln] == ".")):
-                return True
-        return substring and any(p in module for p in plain)
-
-    return match
-
-
 _EXPERT = re.compile(r"\.experts\.\d+\.(gate_proj|up_proj|w1|w3)$")
 _EXPERT_DOWN = re.compile(r"\.experts\.\d+\.(down_proj|w2)$")
 
@@ -186,7 +112,7 @@ def _fused_name(module: str) -> str:
 
 
 def _targets(rule: Rule, module: str, t: TensorInfo) -> bool:
-    names = _aliases(module)  # a multimodal checkpoint's `re:` targets name its text layers its own way
+    names = aliases(module)  # a multimodal checkpoint's `re:` targets name its text layers its own way
     for target in rule.targets:
         if target.startswith("re:"):
             try:
@@ -202,12 +128,12 @@ def _targets(rule: Rule, module: str, t: TensorInfo) -> bool:
 
 def rule_for(t: TensorInfo, s: Scheme, exact_names: dict[int, frozenset[str]] | None = None) -> Scheme | None:
     """The scheme that quantises tensor `t` under per-module scheme `s` (None: left as stored)."""
-    module = _module(t.name)
-    if _skipped(t.name, s.skip, s.substring_skip):
+    module = module_of(t.name)
+    if skipped(t.name, s.skip, s.substring_skip):
         return None
     for i, rule in enumerate(s.rules):
         if rule.exact and exact_names is not None:
-            if any(m in exact_names[i] for m in _aliases(module)) and quantisable(t, rule.scheme):
+            if any(m in exact_names[i] for m in aliases(module)) and quantisable(t, rule.scheme):
                 return rule.scheme
         elif _targets(rule, module, t) and quantisable(t, rule.scheme):
             return rule.scheme
@@ -223,9 +149,9 @@ def quantisable(t: TensorInfo, scheme: Scheme) -> bool:
     if scheme.kind == "mlx_affine":
         linear = t.group in _MLX_GROUPS or (t.group == "other" and bool(_ROUTER.search(t.name)))
         return (linear and len(t.shape) >= 2 and t.shape[-1] % scheme.group_size == 0
-                and not t.name.endswith("bias") and not _skipped(t.name, scheme.skip))
+                and not t.name.endswith("bias") and not skipped(t.name, scheme.skip))
     return (t.group in QUANTISABLE_GROUPS and len(t.shape) >= 2 and t.shape[-1] >= 16
-            and not t.name.endswith("bias") and not _ROUTER.search(t.name) and not _skipped(t.name, scheme.skip))
+            and not t.name.endswith("bias") and not _ROUTER.search(t.name) and not skipped(t.name, scheme.skip))
 
 
 _MLX_GROUPS = QUANTISABLE_GROUPS | {"embedding", "lm_head", "vision"}
