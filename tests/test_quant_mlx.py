@@ -56,3 +56,33 @@ def test_mlx_per_path_entries_and_unsized_modes(tmp_path):
     other = load_spec(str(model_dir(tmp_path / "c", "Qwen2.5-0.5B",
                                     quantization={"group_size": 32, "bits": 4, "mode": "mxfp4"})))
     assert other.confidence == "low"
+
+
+def test_a_moegate_router_is_a_raw_parameter_left_in_the_model_dtype():
+    # mlx-lm's DeepSeek/GLM-MoE/Nemotron-H routers are `MoEGate.weight = mx.zeros((n_routed_experts, hidden))`
+    # (no to_quantized: nn.quantize skips it); Qwen3-MoE's `mlp.gate` is an nn.Linear and is quantised
+    gate = make_tensor("model.layers.1.mlp.gate.weight", (64, 2048), "BF16", "other")
+    raw = quant_checkpoint.from_quantization_config(MLX_4BIT, ("deepseek_v2",))
+    linear = quant_checkpoint.from_quantization_config(MLX_4BIT, ("qwen3_moe",))
+    assert raw is not None and linear is not None
+    assert [(t.shape, t.dtype) for t in quant.apply([gate], raw)] == [((64, 2048), "BF16")]
+    # 4-bit g64: 2048 / 8 uint32 + 32 bf16 scales + 32 bf16 biases per row
+    assert sum(t.nbytes for t in quant.apply([gate], linear)) == 64 * (256 * 4 + 2 * 32 * 2)
+    # only the router: the experts beside it are SwitchLinear (to_quantized) and stay 4-bit
+    down = make_tensor("model.layers.1.mlp.experts.down_proj", (64, 2048, 1408), "BF16", "experts")
+    assert next(t.dtype for t in quant.apply([down], raw)) == "U32"
+
+
+def test_deepseek_v2_lite_mlx_gates_stay_bf16(tmp_path):
+    # DeepSeek-V2-Lite: 27 layers, the first dense (first_k_dense_replace 1), 64 routed experts, hidden 2048.
+    # Its 26 routers weigh as if the config listed each one unquantised (`false`), and against a 4-bit g64
+    # router (1152 B per row) they add 26 x 64 x (2 x 2048 - 1152) bytes
+    s = load_spec(str(model_dir(tmp_path / "a", "DeepSeek-V2-Lite", quantization=MLX_4BIT)))
+    listed = {**MLX_4BIT, **{f"model.layers.{i}.mlp.gate": False for i in range(1, 27)}}
+    same = load_spec(str(model_dir(tmp_path / "b", "DeepSeek-V2-Lite", quantization=listed)))
+    assert s.weights.resident_bytes == same.weights.resident_bytes
+    eights = {**MLX_4BIT, **{f"model.layers.{i}.mlp.gate": {"group_size": 64, "bits": 8} for i in range(1, 27)}}
+    # an explicit entry cannot quantise what the loader never wraps in a quantisable module
+    assert load_spec(str(model_dir(tmp_path / "c", "DeepSeek-V2-Lite", quantization=eights))).weights.resident_bytes \
+        == s.weights.resident_bytes
+    assert s.confidence == "high"

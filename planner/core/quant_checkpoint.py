@@ -36,8 +36,11 @@ from typing import Any
 from .quant import Rule, Scheme
 
 
-def from_quantization_config(qc: dict) -> Scheme | None:
-    """Scheme of a pre-quantised checkpoint from config.json's `quantization_config` (None: unknown)."""
+def from_quantization_config(qc: dict, model_types: tuple[str, ...] = ()) -> Scheme | None:
+    """Scheme of a pre-quantised checkpoint from config.json's `quantization_config` (None: unknown).
+
+    `model_types`: the config's own and its text model's `model_type`, which choose the MLX loader's module
+    classes (`mlx`)."""
     method = str(qc.get("quant_method", "")).lower()
     if method == "modelopt":
         return modelopt(qc)
@@ -69,7 +72,7 @@ def from_quantization_config(qc: dict) -> Scheme | None:
     if method == "compressed-tensors":
         return compressed_tensors(qc)
     if not method and "group_size" in qc and "bits" in qc:
-        return mlx(qc)
+        return mlx(qc, raw_router=bool(_MLX_RAW_ROUTER.intersection(model_types)))
     if method == "bitsandbytes":
         names = qc.get("llm_int8_skip_modules") or []
         skip += tuple(s for s in (names if isinstance(names, list) else []) if isinstance(s, str))
@@ -184,7 +187,21 @@ _MLX_EXPERTS = {"switch_mlp.gate_proj": "experts.gate_up_proj", "switch_mlp.up_p
                 "switch_mlp.down_proj": "experts.down_proj"}
 
 
-def mlx(qc: dict) -> Scheme | None:
+# model types whose MoE router mlx-lm / mlx-vlm keep as a raw parameter (`MoEGate.weight = mx.zeros((n_routed_experts,
+# hidden))`, no `to_quantized`, so nn.quantize leaves it in the model dtype). mlx-lm @ d78bf58 mlx_lm/models/:
+# deepseek.py:133, deepseek_v2.py:278, deepseek_v3.py:237, deepseek_v32.py:328, dots1.py:147, exaone_moe.py:97,
+# glm4_moe.py:176, glm4_moe_lite.py:241, laguna.py:173, mimo_v2_flash.py:196, nemotron_h.py:357; kimi_k2 and
+# joyai_llm_flash load deepseek_v3 (utils.py:51-52 MODEL_REMAPPING), glm_moe_dsa deepseek_v32 (glm_moe_dsa.py:7),
+# kimi_k25 / kimi_vl deepseek_v3 (kimi_k25.py:11, kimi_vl.py:10), solar_open glm4_moe (solar_open.py:7).
+# mlx-vlm @ 9b13f52 mlx_vlm/models/<type>/language.py the same for deepseek_vl_v2:302, glm4v_moe:204,
+# llada2_moe:75, youtu_vl:204, deepseekocr:302; its mistral4 router is an nn.Linear (mistral4/language.py:163).
+_MLX_RAW_ROUTER = frozenset({
+    "deepseek", "deepseek_v2", "deepseek_v3", "deepseek_v32", "dots1", "exaone_moe", "glm4_moe", "glm4_moe_lite",
+    "laguna", "mimo_v2_flash", "nemotron_h", "kimi_k2", "joyai_llm_flash", "glm_moe_dsa", "kimi_k25", "kimi_vl",
+    "solar_open", "deepseek_vl_v2", "glm4v_moe", "llada2_moe", "youtu_vl", "deepseekocr"})
+
+
+def mlx(qc: dict, raw_router: bool = False) -> Scheme | None:
     """mlx-lm's `quantization` {group_size, bits, mode, <module path>: {group_size, bits} | false} -> rules.
 
     mlx_lm/utils.py @ d78bf58: quantize_model (:818) writes the defaults (:858) and, for a module its
@@ -192,13 +209,14 @@ def mlx(qc: dict) -> Scheme | None:
     copies the dict to `quantization_config` (:889); load_model quantises a path listed there with its
     entry (:378-379). Only the affine mode (scales + biases) is sized; mxfp4 / nvfp4 / mxfp8 are not (None).
     A module the predicate left unquantised without saying so is not visible in the config: the header,
-    when there is one, is the exact source.
+    when there is one, is the exact source. `raw_router`: the loader's router is a bare parameter
+    (`_MLX_RAW_ROUTER`), which no quantize pass touches: kept in the model dtype.
     """
     bits, g = _int(qc.get("bits")), _int(qc.get("group_size"))
     if not bits or not g or str(qc.get("mode") or "affine") != "affine":
         return None
     rules: list[Rule] = []
-    skip: list[str] = []
+    skip: list[str] = ["*.gate"] if raw_router else []
     for path, entry in qc.items():
         if not isinstance(path, str) or "." not in path:
             continue

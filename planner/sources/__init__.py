@@ -114,7 +114,9 @@ def spec_from_located(loc: Located, *, inventory: str = "analytic") -> ModelSpec
     mtp, stored_extra, quant_guess = arch.mtp, 0, []
     # mlx-lm writes `quantization` (and, since mlx-lm #957, the same dict as quantization_config)
     qc = text.get("quantization_config") or text.get("quantization")
-    scheme = quant_checkpoint.from_quantization_config(qc) if isinstance(qc, dict) and loc.tensors is None else None
+    types = tuple(str(c.get("model_type")) for c in (loc.config, text) if isinstance(c, dict))
+    scheme = quant_checkpoint.from_quantization_config(qc, types) if isinstance(qc, dict) and loc.tensors is None \
+        else None
     if loc.tensors is not None:
         inv = inventory_from_header(loc.tensors, n_layers=len(arch.layers), tied=arch.tied,
                                     logical=(total, active),
