@@ -145,7 +145,11 @@ def quantisable(t: TensorInfo, scheme: Scheme) -> bool:
 
     MLX (kind "mlx_affine") quantises every module with `to_quantized` (Linear, Embedding, SwitchLinear: routers,
     embeddings and the head too) whose input width the group divides: mlx_lm/utils.py:866-870 @ d78bf58
-    (quantize_model's wrapped_predicate); convolutions and norms have no `to_quantized`."""
+    (quantize_model's wrapped_predicate); convolutions and norms have no `to_quantized`. A vision tower stays in
+    the model dtype: mlx-lm drops it (qwen3_5.py:430), mlx-vlm's convert skips every multimodal module
+    (convert.py:309-311 @ 9b13f52, utils.py:538 skip_multimodal_module; "legacy" exports that quantised it are
+    what its loader's skip_vision handles, utils.py:919-923). Two Qwen3.5 MLX VLM exports: exact to the byte and
+    within 1.5 KB with the tower in bf16, -2.2% and -2.9% with it quantised."""
     if scheme.kind == "mlx_affine":
         linear = t.group in _MLX_GROUPS or (t.group == "other" and bool(_ROUTER.search(t.name)))
         return (linear and len(t.shape) >= 2 and t.shape[-1] % scheme.group_size == 0
@@ -154,7 +158,7 @@ def quantisable(t: TensorInfo, scheme: Scheme) -> bool:
             and not t.name.endswith("bias") and not _ROUTER.search(t.name) and not skipped(t.name, scheme.skip))
 
 
-_MLX_GROUPS = QUANTISABLE_GROUPS | {"embedding", "lm_head", "vision"}
+_MLX_GROUPS = QUANTISABLE_GROUPS | {"embedding", "lm_head"}
 
 
 _TORCH_DTYPE = {"F16": "float16", "BF16": "bfloat16", "F32": "float32"}

@@ -83,6 +83,9 @@ class MtpSpec:
     params: int
     nbytes: int
     source: str
+    # False: the converter that wrote this checkpoint keeps them out of its weights (sources/mlx_export.py);
+    # the layers are still what MTP speculation would load from their own shard
+    in_checkpoint: bool = True
 
 
 _LAYER_INDEX = re.compile(r"(?:^|\.)(?:layers|h|blocks|blk)\.(\d+)\.")
@@ -251,7 +254,8 @@ class ModelSpec:
     @property
     def checkpoint_bytes(self) -> int:
         """What the checkpoint stores (comparable with the Hub's total_size): resident + MTP + excluded."""
-        return self.weights.resident_bytes + (self.mtp.nbytes if self.mtp else 0) + self.stored_extra_bytes
+        mtp = self.mtp.nbytes if self.mtp and self.mtp.in_checkpoint else 0
+        return self.weights.resident_bytes + mtp + self.stored_extra_bytes
 
     @property
     def n_layers(self) -> int:

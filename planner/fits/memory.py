@@ -381,7 +381,9 @@ def model_ledger(spec: ModelSpec, s: Settings, role: str = "target") -> ModelLed
         # in its engine file); plain decoding leaves them out of weights_bytes, checkpoint_bytes keeps them
         how = s.resolved_engine.methods.get(MTP)
         prov["mtp"] = (f"{spec.mtp.source}: {spec.mtp.layers} MTP layer(s), resident only for MTP speculation ("
-                       + (f"{s.engine}: {how})" if how else f"{s.engine} runs no MTP speculation: never resident)"))
+                       + (f"{s.engine}: {how})" if how else f"{s.engine} runs no MTP speculation: never resident)")
+                       + ("" if spec.mtp.in_checkpoint else "; not in this checkpoint (an MLX export keeps mtp.* "
+                                                            "apart): checkpoint_bytes leaves them out"))
     return ModelLedger(role=role, id=spec.id, params_total=spec.params_total, params_active=spec.params_active,
                        weights_bytes=w_bytes, kv_bytes_per_token=kv_per_token(spec, s), kv_cache_bytes=kv_total,
                        state_bytes=state, activation_bytes=activations(spec, s, context), context=context,

@@ -21,6 +21,7 @@ from .arch.towers import TOWER_KEYS, size_towers
 from .confidence import level, structural_unread
 from .config import is_nested, normalise
 from .located import INSTRUCT_NAME, Located
+from .mlx_export import mlx_export
 from .resolve import locate
 from .tensors import (
     active_params,
@@ -163,13 +164,20 @@ def spec_from_located(loc: Located, *, inventory: str = "analytic") -> ModelSpec
             guesses = [*arch.guesses, *quant_guess,
                        *_unread_guesses(text, arch, arch_name, loc.config, wrapper, meta_kv=kv_ok,
                                         also_read=built.aliased)]
+    exported = mlx_export(loc.config) if mtp is not None and mtp.source == "config" else None
+    if exported and mtp is not None:
+        mtp = dataclasses.replace(mtp, in_checkpoint=False)
     shaped = [k for k in arch.defaults_used if k in _SHAPE_DEFAULTS]
     assumptions = [*guesses, *([f"transformers {arch_name} defaults for absent keys: {', '.join(shaped[:6])}"]
                                if shaped and arch_name != "generic" else []),
                    *([] if text.get("torch_dtype") else ["no dtype key: weights assumed bf16"]),
                    *([headless] if headless and not headless.startswith("guess") else []),
                    *([f"{mtp.layers} MTP layer(s) declared by the config counted as stored (checkpoint_bytes); a "
-                      f"derivative re-saved without them stores less"] if mtp and mtp.source == "config" else []),
+                      f"derivative re-saved without them stores less"] if mtp and mtp.source == "config"
+                     and not exported else []),
+                   *([f"{mtp.layers} MTP layer(s) declared by the config not counted in checkpoint_bytes: {exported}, "
+                      f"whose converters save mtp.* apart from the model's weights, if at all"]
+                     if exported and mtp is not None else []),
                    *([meta_note] if meta_note else [])]
     gen = loc.generation_config or {}
     eos = token_ids(gen.get("eos_token_id")) or arch.eos_token_ids

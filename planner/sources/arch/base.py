@@ -295,12 +295,23 @@ class Tensors:
         return conv_dim, n_heads * head_dim * d_state
 
     def gated_deltanet(self, p: str, *, hidden: int, k_heads: int, v_heads: int, k_dim: int, v_dim: int,
-                       kernel: int) -> tuple[int, int]:
-        """Gated DeltaNet (Qwen3-Next / Qwen3.5 linear attention); returns (conv_dim, state elems)."""
+                       kernel: int, split: bool = False) -> tuple[int, int]:
+        """Gated DeltaNet (Qwen3-Next / Qwen3.5 linear attention); returns (conv_dim, state elems).
+
+        Qwen3-Next fuses the input projections (in_proj_qkvz, in_proj_ba: modeling_qwen3_next.py:613-614);
+        Qwen3.5 (`split`) keeps four (in_proj_qkv, in_proj_z, in_proj_b, in_proj_a: modeling_qwen3_5.py:540-543,
+        modeling_qwen3_5_moe.py:557-560). The same bytes, but a quantised checkpoint names them in its
+        ignore lists (an AutoRound AWQ export keeps in_proj_a/b in fp16)."""
         key_dim, value_dim = k_heads * k_dim, v_heads * v_dim
         conv_dim = 2 * key_dim + value_dim
-        self.linear(f"{p}.in_proj_qkvz", hidden, 2 * key_dim + 2 * value_dim, "recurrent")
-        self.linear(f"{p}.in_proj_ba", hidden, 2 * v_heads, "recurrent")
+        if split:
+            self.linear(f"{p}.in_proj_qkv", hidden, 2 * key_dim + value_dim, "recurrent")
+            self.linear(f"{p}.in_proj_z", hidden, value_dim, "recurrent")
+            self.linear(f"{p}.in_proj_b", hidden, v_heads, "recurrent")
+            self.linear(f"{p}.in_proj_a", hidden, v_heads, "recurrent")
+        else:
+            self.linear(f"{p}.in_proj_qkvz", hidden, 2 * key_dim + 2 * value_dim, "recurrent")
+            self.linear(f"{p}.in_proj_ba", hidden, 2 * v_heads, "recurrent")
         self.add(f"{p}.conv1d.weight", (conv_dim, 1, kernel), "other")
         self.add(f"{p}.dt_bias", (v_heads,), "norm")
         self.add(f"{p}.A_log", (v_heads,), "norm")

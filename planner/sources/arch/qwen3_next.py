@@ -82,7 +82,8 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
             conv_dim, state = t.gated_deltanet(
                 f"{p}.linear_attn", hidden=h, k_heads=args.linear_num_key_heads,
                 v_heads=args.linear_num_value_heads, k_dim=args.linear_key_head_dim,
-                v_dim=args.linear_value_head_dim, kernel=args.linear_conv_kernel_dim)
+                v_dim=args.linear_value_head_dim, kernel=args.linear_conv_kernel_dim,
+                split=str(args.model_type).startswith("qwen3_5"))
         else:
             # gated attention: q_proj also emits a per-head output gate
             t.attention(f"{p}.self_attn", hidden=h, q_heads=nq, kv_heads=nkv, head_dim=hd,

@@ -168,7 +168,19 @@ def gemma4_vision(t: Tensors, vc: dict, text_hidden: int, origin: str) -> str:
     return "vision tower: Gemma 4 ViT + embedder from vision_config"
 
 
-_BY_TYPE = {"gemma4_vision": gemma4_vision, "gemma4": gemma4_vision, "llama4_vision_model": llama4_vision, "llama4": llama4_vision, "qwen2_vl": qwen2_vl, "qwen2_5_vl": qwen2_5_vl, "qwen3_vl": qwen3_vl, "qwen3_vl_moe": qwen3_vl}
+def qwen3_5_vision(t: Tensors, vc: dict, text_hidden: int, origin: str) -> str:
+    """Qwen3.5 / Qwen3.5-MoE: Qwen3-VL's tower without deepstack (transformers modeling_qwen3_5.py
+    Qwen3_5VisionModel(Qwen3VLVisionModel) deletes deepstack_merger_list, modular_qwen3_5.py:436-443; the MoE
+    wrapper's Qwen3_5MoeVisionModel subclasses it, modular_qwen3_5_moe.py:243): a listed index builds nothing."""
+    qwen3_vl(t, {**vc, "deepstack_visual_indexes": []}, text_hidden, origin)
+    return "vision tower: Qwen3.5 ViT (Qwen3-VL's, no deepstack) from vision_config"
+
+
+# the vision sub-config's model_type, else the wrapper's (the Qwen3.5-MoE release names its tower `qwen3_5_moe`)
+_BY_TYPE = {"gemma4_vision": gemma4_vision, "gemma4": gemma4_vision, "llama4_vision_model": llama4_vision,
+            "llama4": llama4_vision, "qwen2_vl": qwen2_vl, "qwen2_5_vl": qwen2_5_vl, "qwen3_vl": qwen3_vl,
+            "qwen3_vl_moe": qwen3_vl, "qwen3_5_vision": qwen3_5_vision, "qwen3_5_moe_vision": qwen3_5_vision,
+            "qwen3_5": qwen3_5_vision, "qwen3_5_moe": qwen3_5_vision}
 
 
 def fuyu(t: Tensors, top: dict, text_hidden: int, origin: str) -> str:
