@@ -237,6 +237,54 @@ def pixtral(t: Tensors, vc: dict, origin: str, p: str = "vision_tower") -> int:
     return h
 
 
+def siglip(t: Tensors, vc: dict, origin: str, p: str = "vision_tower.vision_model") -> int:
+    """SigLIP vision transformer (modeling_siglip.py): patch Conv2d [h, C, p, p] with bias, (image/p)^2
+    positions (SiglipVisionEmbeddings:116-134), blocks of LayerNorm1, q/k/v/out projections, LayerNorm2 and
+    fc1/fc2, all biased; post_layernorm; the attention-pooling head (probe, nn.MultiheadAttention, LayerNorm, MLP:
+    :621-630) only under vision_use_head (the config class's default True, :103). Returns its width."""
+    h, inter = _get(vc, "hidden_size", 768, origin), _get(vc, "intermediate_size", 3072, origin)
+    patch, image = _get(vc, "patch_size", 16, origin, 1024), _get(vc, "image_size", 224, origin, 1 << 16)
+    chans, depth = _get(vc, "num_channels", 3, origin, 64), _get(vc, "num_hidden_layers", 12, origin, MAX_LAYERS)
+    e = f"{p}.embeddings"
+    t.add(f"{e}.patch_embedding.weight", (h, chans, patch, patch), "vision")
+    t.add(f"{e}.patch_embedding.bias", (h,), "vision")
+    t.add(f"{e}.position_embedding.weight", ((image // patch) ** 2, h), "vision")
+
+    def mlp(b: str) -> None:
+        _proj(t, f"{b}.mlp.fc1", h, inter, True)
+        _proj(t, f"{b}.mlp.fc2", inter, h, True)
+
+    def norm(name: str) -> None:
+        t.add(f"{name}.weight", (h,), "vision")
+        t.add(f"{name}.bias", (h,), "vision")
+
+    for i in range(depth):
+        b = f"{p}.encoder.layers.{i}"
+        norm(f"{b}.layer_norm1")
+        for name in ("q_proj", "k_proj", "v_proj", "out_proj"):
+            _proj(t, f"{b}.self_attn.{name}", h, h, True)
+        norm(f"{b}.layer_norm2")
+        mlp(b)
+    norm(f"{p}.post_layernorm")
+    if vc.get("vision_use_head", True) is not False:
+        t.add(f"{p}.head.probe", (1, 1, h), "vision")
+        t.add(f"{p}.head.attention.in_proj_weight", (3 * h, h), "vision")
+        t.add(f"{p}.head.attention.in_proj_bias", (3 * h,), "vision")
+        _proj(t, f"{p}.head.attention.out_proj", h, h, True)
+        norm(f"{p}.head.layernorm")
+        mlp(f"{p}.head")
+    return h
+
+
+def paligemma(t: Tensors, top: dict, vc: dict, text_hidden: int, origin: str) -> str:
+    """PaliGemma (modeling_paligemma.py): SigLIP tower, multi_modal_projector.linear [projection_dim, vision]
+    with bias (PaliGemmaMultiModalProjector:74-77; the wrapper's projection_dim is the vision config's)."""
+    h = siglip(t, vc, origin)
+    _proj(t, "multi_modal_projector.linear", h, _get(top, "projection_dim", _get(vc, "projection_dim", 2048, origin),
+                                                    origin), True)
+    return "vision tower: SigLIP from vision_config + PaliGemma projector"
+
+
 def _proj(t: Tensors, name: str, d_in: int, d_out: int, bias: bool) -> None:
     t.add(f"{name}.weight", (d_out, d_in), "vision")
     if bias:
@@ -334,7 +382,7 @@ def minicpmv(t: Tensors, top: dict, text_hidden: int, origin: str) -> tuple[str 
     return "vision: timm SigLIP (vision_encoder) + MiniCPM-V resampler", False
 
 
-_WRAPPERS = {"llava": llava, "llava_next": llava, "mistral3": mistral3}
+_WRAPPERS = {"llava": llava, "llava_next": llava, "mistral3": mistral3, "paligemma": paligemma}
 # top-level keys those rules read (so confidence.py does not call them unread)
 TOWER_KEYS = frozenset({"img_processor", "embd_layer", "vision_encoder", "drop_vision_last_layer", "query_num",
                         "patch_size", "num_channels", "spatial_merge_size", "multimodal_projector_bias"})
