@@ -149,8 +149,9 @@ def test_multimodal_text_config_and_vision(make_model_dir):
 
 
 def test_qwen35_tower_and_text_are_the_published_parameter_count(make_model_dir):
-    # before Qwen3.5's own tower rule: -28,319,360 params, low (the SigLIP-shaped guess). 35,107,181,936: keras-hub's qwen3_5_moe_35b_a3b preset metadata (keras-team/keras-hub @ 71453d08, named in
-    # ../shared/reference/models.json), text tower + vision, no MTP layer. The vision part is Qwen3-VL's tower
+    # 35,107,181,936: keras-hub's qwen3_5_moe_35b_a3b preset metadata (keras-team/keras-hub @ 71453d08, named in
+    # ../shared/reference/models.json), text tower + vision, no MTP layer (before Qwen3.5's own tower rule:
+    # -28,319,360 and low, the SigLIP-shaped guess). The vision part is Qwen3-VL's tower
     # without deepstack (27 blocks x 1152, fc 4304, 2304 positions, patch 16 x 16 x 2, merger into 2048):
     h, inter, merge_in = 1152, 4304, 1152 * 4
     block = 4 * h + 3 * h * h + 3 * h + h * h + h + 2 * h * inter + inter + h
