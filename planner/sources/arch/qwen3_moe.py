@@ -18,7 +18,7 @@ class Args(DecoderArgs):
     num_hidden_layers: int = 24
     num_attention_heads: int = 32
     num_key_value_heads: int | None = 4
-    head_dim: int | None = 128
+    head_dim: int | None = None  # hidden_size // num_attention_heads when absent (modeling_qwen3_moe.py:129; 4.51.3 head_dim=None)
     max_position_embeddings: int = 32768
     sliding_window: int | None = 4096
     use_sliding_window: bool | None = False
