@@ -62,6 +62,8 @@ class Style:
     llamacpp_swa: bool = True
     gated_mlp: bool = True  # False: up/down only (StarCoder2 c_fc/c_proj, GPT-2 style)
     norm_bias: bool = False  # LayerNorm with bias (StarCoder2) rather than RMSNorm weight only
+    # per-layer parameters of a learned activation in the MLP (Apertus' xIELU): (name under the layer, shape)
+    act_params: tuple[tuple[str, tuple[int, ...]], ...] = ()
 
 
 def layer_kinds(args: DecoderArgs, style: Style) -> tuple[list[str], list[str]]:
@@ -149,6 +151,8 @@ def build(args: DecoderArgs, style: Style, *, origin: str = "config.json") -> Ar
                 t.add(f"{p}.mlp.shared_expert_gate.weight", (1, h), "other")
         else:
             t.mlp(f"{p}.mlp", h, args.intermediate_size, bias=args.mlp_bias, gated=style.gated_mlp)
+            for name, shape in style.act_params:
+                t.add(f"{p}.{name}", shape, "norm")
         window = args.attention_chunk_size if kind == "chunked" else args.sliding_window
         layers.append(LayerSpec(attention=kind, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd,
                                 window=window if kind != FULL else None,
