@@ -1,4 +1,4 @@
-"""Apertus and Arcee AFM: Llama decoders whose MLP has no gate (up/down only), sized by their own rules.
+"""Apertus, Arcee AFM and Jais 2: Llama decoders whose MLP has no gate (up/down only), sized by their own rules.
 
 Before these rules both went through the standard decoder rule, which assumes a gated MLP: +27% (Apertus) and
 +38% (Arcee) on transformers' default configs, said `low`. Hand counts below; transformers 5.24 builds the same
@@ -46,3 +46,16 @@ def test_arcee_up_down_relu2_mlp(tmp_path):
     layer = 4 * h * h + 2 * h + 2 * h * inter
     assert s.architecture == "arcee" and s.confidence == "high"
     assert s.params_total == 2 * v * h + n * layer + h == 4_022_766_080
+
+
+def test_jais2_layernorm_and_biased_up_down_mlp(tmp_path):
+    # Jais2Config's defaults written out: 3328 wide, 26 heads of 128, 26624 MLP, biases on attention and MLP,
+    # LayerNorm (weight + bias) everywhere; the standard decoder rule's gated MLP put it +35%
+    h, inter, n, v = 3328, 26624, 32, 150272
+    cfg = {"model_type": "jais2", "architectures": ["Jais2ForCausalLM"], "hidden_size": h,
+           "intermediate_size": inter, "num_hidden_layers": n, "num_attention_heads": 26, "vocab_size": v,
+           "tie_word_embeddings": False, "torch_dtype": "bfloat16", "attention_bias": True, "mlp_bias": True}
+    s = load_spec(str(_dir(tmp_path, cfg)))
+    layer = 4 * (h * h + h) + 2 * (h * inter) + inter + h + 2 * 2 * h
+    assert s.architecture == "jais2" and s.confidence == "high"
+    assert s.params_total == 2 * v * h + n * layer + 2 * h == 8_090_401_280
