@@ -27,7 +27,7 @@ ARCHITECTURES: frozenset[str] = frozenset({
     "persimmon", "glm4_moe_lite", "mimo", "lfm2", "minimax_m1", "kimi_linear", "llama4_text", "gemma4_text",
     "gpt2", "phi", "internlm2", "stablelm", "mamba", "jamba", "cohere2", "nemotron", "gpt_neox", "dbrx",
     "nemotron_nas", "hunyuan_v1_moe", "mimo_v2_flash", "molmo", "deepseek_v32", "bamba", "granitemoehybrid", "glm_moe_dsa",
-    "zamba2", "zamba", "lfm2_moe", "glm4_moe", "apertus", "arcee", "jais2", "afmoe",
+    "zamba2", "zamba", "lfm2_moe", "glm4_moe", "apertus", "arcee", "jais2", "afmoe", "minicpm3", "youtu",
 })
 
 # model_types that reuse another module's description unchanged.
