@@ -61,8 +61,32 @@ def test_a_vlm_wrapper_builds_with_its_vision_tower(tmp_path):
 
 @REAL
 def test_an_architecture_the_formulas_cannot_read_gets_a_high_confidence_answer(tmp_path):
+    """XGLM 1.7B (config: the facebook/xglm-1.7B config.json quoted verbatim in a fairseq -> HF conversion
+    script, transformers 4.26.1) spells its sizes d_model / num_layers / attention_heads / ffn_dim: the
+    formulas refuse it; transformers' XGLMConfig reads them.
+
+    Hand count from transformers models/xglm/modeling_xglm.py shapes (d=2048, 24 layers, ffn 8192,
+    vocab 256008, head tied to embed_tokens, sinusoidal positions: a buffer, no weights):
+      per layer: q/k/v/out_proj 4(d^2 + d) = 16,785,408; self_attn_layer_norm 2d = 4,096;
+                 fc1 8192 d + 8192 = 16,785,408; fc2 8192 d + d = 16,779,264; final_layer_norm 4,096
+                                                                    -> 50,358,272 x 24 = 1,208,598,528
+      embed_tokens 256008 d = 524,304,384; model.layer_norm 2d = 4,096
+      total 1,732,907,008 params, bf16 assumed (no dtype key) -> 3,465,814,016 B
+    KV per token: 24 layers x (K + V) 16 heads x 128 x 2 B = 196,608 (every head cached: MHA).
+    """
+    d = FIXTURES / "meta" / "xglm-1.7B"
+    with pytest.raises(UnsupportedArchitecture):
+        load_spec(str(d), inventory="analytic")
+    s = load_spec(str(d), inventory="auto")
+    assert s.weights.source == "meta" and s.params_total == 1_732_907_008
+    assert s.weights.resident_bytes == 3_465_814_016
+    assert kv_per_token(s, VLLM) == 196_608
+    assert s.confidence == "high", s.assumptions  # its K/V projections confirm the plan's KV widths
+
+
+def test_gpt_j_is_read_by_its_own_rule_and_agrees_with_the_meta_build(tmp_path):
     """GPT-J 6B (config: mlc-ai/mlc-llm python/mlc_llm/model/model_preset.py key 'gpt_j' @79d603f0) spells
-    its keys n_embd / n_layer / n_head: the formulas refuse it; transformers' GPTJConfig reads them.
+    its keys n_embd / n_layer / n_head; sources/arch/gptj.py reads them.
 
     Hand count from transformers models/gptj/modeling_gptj.py shapes (d=4096, 28 layers, n_inner None ->
     4d=16384, vocab 50400, untied head with a bias):
@@ -71,15 +95,18 @@ def test_an_architecture_the_formulas_cannot_read_gets_a_high_confidence_answer(
       wte 50400 d = 206,438,400; ln_f 2d = 8,192; lm_head 50400 d + 50400 = 206,488,800
       total 6,050,882,784 params, bf16 assumed (no dtype key) -> 12,101,765,568 B
     KV per token: 28 layers x (K + V) 16 heads x 256 x 2 B = 458,752 (every head cached: MHA).
+    Saved by transformers 4.18, whose GPT-J kept its causal mask as a persistent buffer (attn.bias,
+    [1, 1, 2048, 2048]): the checkpoint may store it, so the figure says low, naming why.
     """
     d = FIXTURES / "meta" / "gpt-j-6b"
-    with pytest.raises(UnsupportedArchitecture):
-        load_spec(str(d), inventory="analytic")
-    s = load_spec(str(d), inventory="auto")
-    assert s.weights.source == "meta" and s.params_total == 6_050_882_784
+    s = load_spec(str(d), inventory="analytic")
+    assert s.weights.source == "config" and s.params_total == 6_050_882_784
     assert s.weights.resident_bytes == 12_101_765_568
     assert kv_per_token(s, VLLM) == 458_752
-    assert s.confidence == "high", s.assumptions  # its K/V projections confirm the plan's KV widths
+    assert s.confidence == "low" and any("attention.bias" in a for a in s.assumptions), s.assumptions
+    if find_spec("transformers") is not None:
+        m = load_spec(str(d), inventory="meta")
+        assert m.weights.source == "meta" and m.params_total == s.params_total
 
 
 @REAL
@@ -108,7 +135,7 @@ def test_a_refusal_is_one_assumption_line_and_the_formulas_answer(tmp_path):
 
 def test_an_unknown_mode_is_a_usage_error():
     with pytest.raises(UsageError, match="--inventory"):
-        load_spec(str(FIXTURES / "meta" / "gpt-j-6b"), inventory="exact")
+        load_spec(str(FIXTURES / "meta" / "xglm-1.7B"), inventory="exact")
 
 
 def test_memory_on_a_known_config_starts_no_meta_worker_and_imports_no_torch(tmp_path):
@@ -129,10 +156,10 @@ def test_memory_on_a_known_config_starts_no_meta_worker_and_imports_no_torch(tmp
 
 @REAL
 def test_the_cli_json_names_the_meta_source():
-    """`planner memory DIR --json --inventory auto` on GPT-J: the JSON says which source built the weights."""
-    done = subprocess.run([sys.executable, "-m", "planner.cli", "memory", str(FIXTURES / "meta" / "gpt-j-6b"),
+    """`planner memory DIR --json --inventory auto` on XGLM: the JSON says which source built the weights."""
+    done = subprocess.run([sys.executable, "-m", "planner.cli", "memory", str(FIXTURES / "meta" / "xglm-1.7B"),
                            "--json", "--inventory", "auto"], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     model = json.loads(done.stdout)["models"][0]
-    assert "GPTJForCausalLM on the meta device" in model["provenance"]["weights"]
+    assert "XGLMForCausalLM on the meta device" in model["provenance"]["weights"]
     assert model["confidence"] == "high"

@@ -28,6 +28,7 @@ ARCHITECTURES: frozenset[str] = frozenset({
     "gpt2", "phi", "internlm2", "stablelm", "mamba", "jamba", "cohere2", "nemotron", "gpt_neox", "dbrx",
     "nemotron_nas", "hunyuan_v1_moe", "mimo_v2_flash", "molmo", "deepseek_v32", "bamba", "granitemoehybrid", "glm_moe_dsa",
     "zamba2", "zamba", "lfm2_moe", "glm4_moe", "apertus", "arcee", "jais2", "afmoe", "minicpm3", "youtu",
+    "gpt_bigcode", "gptj", "codegen", "gpt_neo", "opt", "mpt",
 })
 
 # model_types that reuse another module's description unchanged.

@@ -53,13 +53,19 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
     t.norm("gpt_neox.final_layer_norm", h, bias=True)
     if not args.tie_word_embeddings:
         t.add("embed_out.weight", (args.vocab_size, h), "lm_head")
-    guesses = []
-    if _before(args.transformers_version, (4, 31)):
-        # transformers < 4.31 registered attention.bias (the [1, 1, max_pos, max_pos] causal mask), masked_bias
-        # and rotary_emb.inv_freq as persistent buffers, so checkpoints saved then store them too
-        guesses.append("checkpoint saved before transformers 4.31 (or no transformers_version): it may also store "
-                       "causal-mask buffers (attention.bias) not counted here")
-    return finish(args, t, layers, dtype_known=known, guesses=tuple(guesses))
+    return finish(args, t, layers, dtype_known=known, guesses=mask_buffer_guess(args.transformers_version))
+
+
+def mask_buffer_guess(version: str | None) -> tuple[str, ...]:
+    """The doubt an old GPT-style checkpoint carries: its attention-mask buffers.
+
+    transformers < 4.31 registered attention.bias (the [1, 1, max_pos, max_pos] causal mask), masked_bias
+    and rotary_emb.inv_freq as persistent buffers (GPT-NeoX, GPT-J, GPT-Neo, GPT-2), so checkpoints saved then
+    store them too: not counted, so the figure is low-confidence rather than silently short."""
+    if not _before(version, (4, 31)):
+        return ()
+    return ("checkpoint saved before transformers 4.31 (or no transformers_version): it may also store "
+            "causal-mask buffers (attention.bias) not counted here",)
 
 
 def _before(version: str | None, bound: tuple[int, int]) -> bool:
