@@ -46,7 +46,7 @@ class LayerSpec:
     kv_lora_rank: int = 0  # MLA latent width
     rope_dim: int = 0  # MLA decoupled rope key width (cached beside the latent)
     index_dim: int = 0  # DSA (DeepSeek-V3.2) indexer: one more key row of this width per token (fits/memory.py)
-    recurrent: str | None = None  # None | "linear_attention" | "mamba2"
+    recurrent: str | None = None  # None | "linear_attention" | "mamba" | "mamba2" | "short_conv" | "rg_lru"
     conv_dim: int = 0  # recurrent mixers: channels of the short causal conv
     conv_kernel: int = 0
     recurrent_state_elems: int = 0  # SSM / delta-rule state elements per sequence

@@ -29,6 +29,8 @@ ARCHITECTURES: frozenset[str] = frozenset({
     "nemotron_nas", "hunyuan_v1_moe", "mimo_v2_flash", "molmo", "deepseek_v32", "bamba", "granitemoehybrid", "glm_moe_dsa",
     "zamba2", "zamba", "lfm2_moe", "glm4_moe", "apertus", "arcee", "jais2", "afmoe", "minicpm3", "youtu",
     "gpt_bigcode", "gptj", "codegen", "gpt_neo", "opt", "mpt",
+    "nanochat", "aria_text", "olmo_hybrid", "lfm3", "jetmoe", "mamba2", "recurrent_gemma", "longcat_flash",
+    "bailing_hybrid",
 })
 
 # model_types that reuse another module's description unchanged.
