@@ -172,3 +172,21 @@ def test_bailing_hybrid_delta_and_gated_mla_layers_with_fp32_parts(tmp_path):
     assert kv_per_token(s, VLLM) == 7 * (512 + 64) * 2
     # the MTP layer the checkpoint stores is named as a doubt, not guessed
     assert s.confidence == "low" and any("MTP layer" in a for a in s.assumptions)
+
+
+def test_sarvam_families_read_as_the_layers_they_reuse(tmp_path):
+    """Sarvam's MLA MoE is DeepSeek-V3's layer under its keys; Sarvam's GQA MoE is GLM-4.5's (per-head q/k norms
+    under use_qk_norm, a correction bias per router). SarvamMlaConfig's defaults: 32 layers of 4096, 64 heads,
+    q_proj (no q LoRA) 64 x 192, kv_a 512 + 64, kv_b 64 x 256, o 64 x 128; one dense layer of 16384, then 128
+    routed experts of 2048 + one shared, a router with its correction bias."""
+    h, v = 4096, 262144
+    s = _spec(tmp_path, {"model_type": "sarvam_mla", "architectures": ["SarvamMlaForCausalLM"], "hidden_size": h,
+                         "vocab_size": v, "num_hidden_layers": 32, "num_attention_heads": 64, "intermediate_size": 16384,
+                         "moe_intermediate_size": 2048, "n_routed_experts": 128, "n_shared_experts": 1,
+                         "num_experts_per_tok": 8, "first_k_dense_replace": 1, "kv_lora_rank": 512,
+                         "q_lora_rank": None, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128,
+                         "n_group": 1, "topk_group": 1, "topk_method": "noaux_tc"})
+    attn = h * 64 * 192 + h * 576 + 512 + 512 * 64 * 256 + 64 * 128 * h + 2 * h
+    moe = 128 * h + 128 + 128 * 3 * 2048 * h + 3 * 2048 * h
+    assert s.architecture == "deepseek_v3"
+    assert s.params_total == 2 * v * h + h + 32 * attn + 3 * 16384 * h + 31 * moe == 106_031_767_424

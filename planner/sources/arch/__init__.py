@@ -43,6 +43,12 @@ ALIASES: dict[str, str] = {
     # q_a_layernorm, q_b_proj, kv_a_proj_with_mqa, kv_a_layernorm, o_proj, mlp.gate, shared_experts, switch_mlp
     # per layer (tests/fixtures/fresh_r9; -0.04% of its total_size as deepseek_v3, +1.1% as a plain decoder)
     "mistral4": "deepseek_v3",
+    # Sarvam's MLA MoE (transformers modeling_sarvam_mla.py): DeepSeek-V3's layers and keys (q_lora_rank null ->
+    # q_proj; kv_a / kv_b, n_routed / n_shared_experts, first_k_dense_replace, a correction bias per router)
+    "sarvam_mla": "deepseek_v3",
+    # Sarvam's GQA MoE (modeling_sarvam_moe.py): GLM-4.5's layer (GQA with use_qk_norm per-head norms, routed +
+    # shared experts under DeepSeek's keys, a correction bias, dense below first_k_dense_replace)
+    "sarvam_moe": "glm4_moe",
     "granite": "llama",
     "olmo3": "olmo2",
     "ministral": "mistral",
