@@ -190,3 +190,23 @@ def test_sarvam_families_read_as_the_layers_they_reuse(tmp_path):
     moe = 128 * h + 128 + 128 * 3 * 2048 * h + 3 * 2048 * h
     assert s.architecture == "deepseek_v3"
     assert s.params_total == 2 * v * h + h + 32 * attn + 3 * 16384 * h + 31 * moe == 106_031_767_424
+
+
+def test_gemma3_tower_is_siglip_with_its_projector(tmp_path):
+    """MedGemma 27B (google/medgemma-27b-it, a Gemma 3 27B; its config and index copied in tests/fixtures/fresh_r9):
+    the index's total_size 54,864,813,280 B. Gemma 3's tower is SigLIP without the pooling head (vision_use_head
+    false) and its projector mm_input_projection_weight [1152, 5376] + mm_soft_emb_norm [1152]; sized before by
+    the SigLIP-shaped fallback (approximated, `low`)."""
+    from pathlib import Path
+    cfg = json.loads((Path(__file__).parent / "fixtures" / "fresh_r9" / "google__medgemma-27b-it.json").read_text())
+    d = tmp_path / "medgemma"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(cfg))
+    s = load_spec(str(d), inventory="analytic")
+    vh, inter, depth, positions = 1152, 4304, 27, (896 // 14) ** 2
+    block = 4 * vh + 4 * (vh * vh + vh) + (inter * vh + inter) + (vh * inter + vh)
+    tower = vh * 3 * 14 * 14 + vh + positions * vh + depth * block + 2 * vh
+    names = {t.name for t in s.weights.tensors}
+    assert "multi_modal_projector.mm_input_projection_weight" in names
+    assert sum(t.numel for t in s.weights.tensors if t.group == "vision") == tower + vh * 5376 + vh
+    assert s.checkpoint_bytes == 54_864_813_280 and s.confidence == "high"

@@ -46,7 +46,12 @@ class Args(DecoderArgs):
     num_experts_per_token: int | None = None
     num_nextn_predict_layers: int | None = None
     model_max_length: int | None = None
-    linear_head_dim: int | None = None  # the linear layers' head width (a re-saved config's head_dim is the rope's)
+    linear_head_dim: int | None = None
+    # BailingHybridConfig.__post_init__ sets these from num_attention_heads, short_conv_kernel_size and the
+    # nope + rope widths (configuration :140-159): a saved config repeats them
+    linear_num_heads: int | None = None
+    linear_conv_kernel_dim: int | None = None
+    qk_head_dim: int | None = None  # the linear layers' head width (a re-saved config's head_dim is the rope's)
     first_k_dense_replace: int = 2
     kv_lora_rank: int = 512
     q_lora_rank: int | None = None

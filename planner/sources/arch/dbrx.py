@@ -31,6 +31,8 @@ class Args(BaseArgs):
     attn_config: dict = field(default_factory=dict)
     ffn_config: dict = field(default_factory=dict)
     tie_word_embeddings: bool = False
+    # DbrxConfig copies attn_config.kv_n_heads to num_key_value_heads (configuration_dbrx.py:153)
+    num_key_value_heads: int | None = None
 
     # finish() reads the standard names
     @property

@@ -76,7 +76,10 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
         mtp_t.add(f"{p}.shared_head.head.weight", (args.vocab_size, h), "lm_head")
     notes = []
     qk_dim = args.qk_nope_head_dim + args.qk_rope_head_dim
-    guesses = () if args.head_dim in (None, qk_dim, args.v_head_dim) else (
+    # DeepseekV3Config (and the configs that copy it: Sarvam MLA, Mistral 4) writes head_dim = qk_rope_head_dim
+    # (configuration_deepseek_v3.py:123), so a re-saved config carries the rope width there
+    explained = (None, qk_dim, args.v_head_dim, args.qk_rope_head_dim)
+    guesses = () if args.head_dim in explained else (
         f"head_dim {args.head_dim} is neither the q/k head ({qk_dim}) nor v_head_dim ({args.v_head_dim}): "
         f"a width no rule here reads",)
     if args.num_nextn_predict_layers:

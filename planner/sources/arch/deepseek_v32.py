@@ -26,6 +26,9 @@ class Args(deepseek_v3.Args):
     index_n_heads: int = 64
     index_head_dim: int = 128
     index_topk: int = 2048
+    # DeepseekV32Config / GlmMoeDsaConfig write layer_types = ["indexed_attention"] x layers: the mask kind,
+    # every layer MLA (configuration_deepseek_v32.py:137-138); where the indexer sits is indexer_types' (GLM-5)
+    layer_types: list | None = None
 
 
 def indexer(t: Tensors, p: str, args: Args) -> None:

@@ -31,6 +31,7 @@ class Args(MambaKeys):
     projectors_bias: bool = False
     mamba_d_ssm: int | None = None
     mamba_rms_norm: bool = False
+    mamba_norm_before_gate: bool | None = None  # where the gated norm applies: no tensor shape depends on it
 
 
 def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:

@@ -27,6 +27,9 @@ class Args(BaseArgs):
     n_inner: int | None = None
     n_positions: int = 1024
     multi_query: bool = True
+    # GPTBigCodeConfig writes num_key_value_heads = 1 under multi_query, else n_head (configuration_gpt_bigcode.py);
+    # the modelling code reads multi_query, so this is read to be checked against it, not used
+    num_key_value_heads: int | None = None
     tie_word_embeddings: bool = True
 
 

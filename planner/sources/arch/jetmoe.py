@@ -35,6 +35,8 @@ class Args(BaseArgs):
     max_position_embeddings: int = 4096
     num_local_experts: int = 8
     num_experts_per_tok: int = 2
+    # JetMoeConfig derives num_attention_heads = num_key_value_heads x num_experts_per_tok (configuration :72)
+    num_attention_heads: int | None = None
     tie_word_embeddings: bool = True
 
 

@@ -64,12 +64,27 @@ class Args(BaseArgs):
     latent_moe_use_norm: bool = False
     attn_res_block_size: int | None = None
     mla_use_output_gate: bool = False
+    # transformers' native KimiLinearConfig (5.x) writes the plan and the KDA sizes as flat keys instead of
+    # linear_attn_config (configuration_kimi_linear.py): layer_types ("linear_attention" / "full_attention"),
+    # mlp_layer_types ("dense" / "sparse"), linear_num_heads, linear_head_dim, linear_conv_kernel_dim; a config
+    # re-saved by it has linear_attn_config null. qk_head_dim = nope + rope is derived.
+    layer_types: list | None = None
+    mlp_layer_types: list | None = None
+    linear_num_heads: int | None = None
+    linear_head_dim: int | None = None
+    linear_conv_kernel_dim: int | None = None
+    qk_head_dim: int | None = None
 
 
 def _kda_plan(args: Args, origin: str) -> tuple[set[int], int, int, int]:
     lac = args.linear_attn_config or {}
     kda = {i - 1 for i in lac.get("kda_layers") or [] if isinstance(i, int)}
     heads, hd, kernel = (lac.get(k) for k in ("num_heads", "head_dim", "short_conv_kernel_size"))
+    types = args.layer_types
+    if not lac and isinstance(types, list) and len(types) == args.num_hidden_layers:
+        kda = {i for i, x in enumerate(types) if str(x) == "linear_attention"}
+        heads = args.linear_num_heads or args.num_attention_heads
+        hd, kernel = args.linear_head_dim, args.linear_conv_kernel_dim
     if kda and not all(isinstance(v, int) and 0 < v <= 65536 for v in (heads, hd, kernel)):
         raise ConfigError(f"Cannot size the model from '{origin}': linear_attn_config needs positive num_heads, "
                           f"head_dim and short_conv_kernel_size.", origin, key="linear_attn_config")
@@ -142,7 +157,11 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
         t.norm(f"{p}.post_attention_layernorm", h)
         if args.attn_res_block_size is not None:
             _attention_residuals(t, p, h, ("self_attention", "mlp"))
-        sparse = moe is not None and i >= args.first_k_dense_replace and i % max(args.moe_layer_freq, 1) == 0
+        mlp_types = args.mlp_layer_types
+        if isinstance(mlp_types, list) and len(mlp_types) == args.num_hidden_layers:
+            sparse = moe is not None and str(mlp_types[i]) == "sparse"
+        else:
+            sparse = moe is not None and i >= args.first_k_dense_replace and i % max(args.moe_layer_freq, 1) == 0
         if sparse:
             t.router(f"{p}.block_sparse_moe", h, e, correction_bias=True)
             t.experts(f"{p}.block_sparse_moe", latent, e, mi)

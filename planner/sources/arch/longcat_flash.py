@@ -44,6 +44,11 @@ class Args(BaseArgs):
     n_routed_experts: int = 512
     zero_expert_num: int | None = 256
     expert_ffn_hidden_size: int = 2048
+    # derived by LongcatFlashConfig (num_key_value_heads = heads; qk_head_dim = nope + rope) or unused by MLA
+    # (head_dim): written back into a saved config, no tensor reads them
+    num_key_value_heads: int | None = None
+    head_dim: int | None = None
+    qk_head_dim: int | None = None
 
 
 def _mla(t: Tensors, args: Args, a: str) -> None:

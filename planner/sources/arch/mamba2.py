@@ -32,6 +32,9 @@ class Args(BaseArgs):
     expand: int = 2
     use_bias: bool = False
     use_conv_bias: bool = True
+    # Mamba2Config carries Mamba-1's time_step_rank; a Mamba2 mixer's dt is one value per head (dt_bias), so
+    # no tensor depends on it
+    time_step_rank: int | str | None = None
     tie_word_embeddings: bool = False
     max_position_embeddings: int = 1 << 20  # no positional limit: state, not a cache
 

@@ -48,6 +48,14 @@ class Args(BaseArgs):
     scoring_func: str | None = None
     use_mtp: bool = False
     num_mtp_modules: int = 0
+    # lightning attention's block size and the residual alpha / beta factors: arithmetic, not shapes
+    block_size: int | None = None
+    full_attn_alpha_factor: float | None = None
+    full_attn_beta_factor: float | None = None
+    linear_attn_alpha_factor: float | None = None
+    linear_attn_beta_factor: float | None = None
+    mlp_alpha_factor: float | None = None
+    mlp_beta_factor: float | None = None
     mtp_transformer_layers: int = 0
 
 

@@ -49,6 +49,11 @@ class Args(BaseArgs):
     moe_intermediate_size: int = 7688
     moe_shared_expert_intermediate_size: int = 7688
     num_experts_per_tok: int = 2
+    # whether shared and routed experts overlap in time: no shape depends on it; the MTP layers' block plan
+    # is read only with num_nextn_predict_layers (0 here: not sized, named as a doubt when set)
+    moe_shared_expert_overlap: bool | None = None
+    mtp_layers_block_type: list | None = None
+    num_nextn_predict_layers: int = 0
 
 
 def block_types(args: Args, origin: str) -> list[str]:
@@ -104,5 +109,8 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
             t.mlp(m, h, args.intermediate_size, gated=False, bias=args.mlp_bias)
             layers.append(LayerSpec(attention=NONE, ffn="dense", ffn_width=args.intermediate_size))
     has_moe = "moe" in kinds
+    guesses = (f"{args.num_nextn_predict_layers} MTP layer(s) declared (mtp_layers_block_type "
+               f"{args.mtp_layers_block_type}): stored in the checkpoint, not sized",) \
+        if args.num_nextn_predict_layers else ()
     return finish(args, t, layers, dtype_known=known, moe=moe if has_moe else None,
-                  state_dtype=args.mamba_ssm_cache_dtype)
+                  state_dtype=args.mamba_ssm_cache_dtype, guesses=guesses)

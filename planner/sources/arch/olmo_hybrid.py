@@ -38,6 +38,13 @@ class Args(DecoderArgs):
     linear_key_head_dim: int | None = None
     linear_value_head_dim: int | None = None
     linear_conv_kernel_dim: int = 4
+    # initialisation ranges and the eigenvalue sign of the delta rule: no tensor's shape depends on them
+    linear_a_log_min: float | None = None
+    linear_a_log_max: float | None = None
+    linear_dt_min: float | None = None
+    linear_dt_max: float | None = None
+    linear_dt_init_floor: float | None = None
+    linear_allow_neg_eigval: bool | None = None
 
 
 def plan(args: Args) -> list[bool]:

@@ -24,7 +24,8 @@ class Args(DecoderArgs):
     num_experts_per_tok: int | None = 4
     moe_intermediate_size: int | None = 1408
     shared_expert_intermediate_size: int | None = 5632
+    qkv_bias: bool = True  # Qwen2MoeConfig: q/k/v biased by qkv_bias (modeling_qwen2_moe.py:222-224)
 
 
 def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
-    return build(args, Style(qkv_bias=True, sliding="qwen", moe="shared"), origin=origin)
+    return build(args, Style(qkv_bias=args.qkv_bias, sliding="qwen", moe="shared"), origin=origin)

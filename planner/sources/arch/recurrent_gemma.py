@@ -38,6 +38,9 @@ class Args(BaseArgs):
     conv1d_width: int = 4
     block_types: list | None = None
     attention_bias: bool = False
+    # RecurrentGemmaConfig sets head_dim = hidden_size // num_attention_heads after reading (configuration :85),
+    # whatever a saved config says: written back, read here, not used
+    head_dim: int | None = None
     tie_word_embeddings: bool = True
     max_position_embeddings: int = 1 << 20  # local attention + fixed state: no positional limit in the config
 

@@ -285,6 +285,17 @@ def paligemma(t: Tensors, top: dict, vc: dict, text_hidden: int, origin: str) ->
     return "vision tower: SigLIP from vision_config + PaliGemma projector"
 
 
+def gemma3(t: Tensors, top: dict, vc: dict, text_hidden: int, origin: str) -> str:
+    """Gemma 3 (modeling_gemma3.py): SigLIP tower (the releases set vision_use_head false) and
+    Gemma3MultiModalProjector: mm_input_projection_weight [vision, text] (a bare parameter) and
+    mm_soft_emb_norm [vision] (a Gemma RMSNorm, weight only); the average pooling to mm_tokens_per_image has
+    no weights."""
+    h = siglip(t, vc, origin)
+    t.add("multi_modal_projector.mm_input_projection_weight", (h, text_hidden), "vision")
+    t.add("multi_modal_projector.mm_soft_emb_norm.weight", (h,), "vision")
+    return "vision tower: SigLIP from vision_config + Gemma 3 projector"
+
+
 def _proj(t: Tensors, name: str, d_in: int, d_out: int, bias: bool) -> None:
     t.add(f"{name}.weight", (d_out, d_in), "vision")
     if bias:
@@ -382,7 +393,7 @@ def minicpmv(t: Tensors, top: dict, text_hidden: int, origin: str) -> tuple[str 
     return "vision: timm SigLIP (vision_encoder) + MiniCPM-V resampler", False
 
 
-_WRAPPERS = {"llava": llava, "llava_next": llava, "mistral3": mistral3, "paligemma": paligemma}
+_WRAPPERS = {"llava": llava, "llava_next": llava, "mistral3": mistral3, "paligemma": paligemma, "gemma3": gemma3}
 # top-level keys those rules read (so confidence.py does not call them unread)
 TOWER_KEYS = frozenset({"img_processor", "embd_layer", "vision_encoder", "drop_vision_last_layer", "query_num",
                         "patch_size", "num_channels", "spatial_merge_size", "multimodal_projector_bias"})
