@@ -210,3 +210,30 @@ def test_gemma3_tower_is_siglip_with_its_projector(tmp_path):
     assert "multi_modal_projector.mm_input_projection_weight" in names
     assert sum(t.numel for t in s.weights.tensors if t.group == "vision") == tower + vh * 5376 + vh
     assert s.checkpoint_bytes == 54_864_813_280 and s.confidence == "high"
+
+
+def test_gemma4_per_layer_embeddings_and_shared_kv(tmp_path):
+    """Gemma 4 E2B-style text model, small: 6 layers (every 3rd full), PLE width 32, the last 2 layers sharing KV.
+    PLE adds embed_tokens_per_layer [vocab, 6 x 32], per_layer_model_projection [6 x 32, h], a norm [32], and per
+    layer a gate [32, h], a projection [h, 32] and a norm [h]. Shared layers build no k/v projections or k_norm
+    and cache nothing; the checkpoint stores their k/v (transformers ignores them on load)."""
+    h, v, n, ple, nq, nkv, hd, ghd, inter = 256, 1000, 6, 32, 4, 1, 64, 128, 512
+    types = ["sliding_attention", "sliding_attention", "full_attention"] * 2
+    s = _spec(tmp_path, {"model_type": "gemma4_text", "architectures": ["Gemma4ForCausalLM"], "hidden_size": h,
+                         "vocab_size": v, "num_hidden_layers": n, "num_attention_heads": nq, "num_key_value_heads": nkv,
+                         "head_dim": hd, "global_head_dim": ghd, "intermediate_size": inter, "layer_types": types,
+                         "sliding_window": 512, "hidden_size_per_layer_input": ple, "vocab_size_per_layer_input": v,
+                         "num_kv_shared_layers": 2, "tie_word_embeddings": True, "max_position_embeddings": 8192})
+
+    def layer(d, shared):
+        kv = 0 if shared else 2 * h * nkv * d + d   # k/v projections and k_norm
+        return (h * nq * d + kv + nq * d * h + d      # q, (k, v, k_norm), o, q_norm
+                + 4 * h + 1 + 3 * h * inter           # four norms, layer_scalar, MLP
+                + 2 * h * ple + h)                    # PLE gate, projection, norm
+    dims = [hd, hd, ghd, hd, hd, ghd]
+    total = v * h + h + v * n * ple + h * n * ple + ple + sum(layer(d, i >= 4) for i, d in enumerate(dims))
+    assert s.params_total == total and s.confidence == "high"
+    assert [x.attention for x in s.layers] == ["sliding", "sliding", "full", "sliding", "none", "none"]
+    stored = (2 * h * nkv * hd + hd) + (2 * h * nkv * ghd + ghd)  # layers 4 (sliding) and 5 (full)
+    assert s.checkpoint_bytes == 2 * (total + stored)
+    assert kv_per_token(s, VLLM) == 2 * nkv * ghd * 2  # the one full layer that keeps its own cache

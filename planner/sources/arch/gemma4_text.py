@@ -14,15 +14,25 @@ proj [experts, hidden], scale [hidden], per_expert_scale [experts]; its norm has
 (:1255-1264: gate_up_proj [experts, 2 x moe_intermediate_size, hidden], down_proj [experts, hidden,
 moe_intermediate_size]) and three more norms (post_feedforward_layernorm_1/_2, pre_feedforward_layernorm_2).
 The dense MLP is the always-on part of each layer, so it is carried as a shared expert of its width.
-Per-layer-input embeddings (hidden_size_per_layer_input) and shared-KV layers are not modelled here:
-they make the figure a guess (confidence low).
+Per-layer embeddings (PLE, `hidden_size_per_layer_input` > 0: Gemma 4 E2B / E4B), Gemma4TextModel :1562-1580:
+embed_tokens_per_layer [vocab_size_per_layer_input, layers x ple], per_layer_model_projection [layers x ple, h],
+per_layer_projection_norm [ple]; per layer (Gemma4TextDecoderLayer :1345-1350) per_layer_input_gate [ple, h],
+per_layer_projection [h, ple], post_per_layer_input_norm [h]. Gemma4TextConfig's default ple is 256
+(configuration_gemma4.py:174): a config that omits the key gets PLE, as transformers builds it.
+Shared KV (`num_kv_shared_layers`): the last N layers reuse the cache of the last earlier layer of their type
+(kv_sharing_modes): they build no k_proj / v_proj / k_norm (Gemma4TextAttention :1171-1180) and cache nothing;
+transformers lists those tensors in _keys_to_ignore_on_load_unexpected (:1582-1588), i.e. the released
+checkpoints store them: counted in checkpoint_bytes, not resident.
+`per_layer_config` (what Gemma4TextConfig writes back: {layer: {head_dim, num_key_value_heads}} for the full
+layers, :210-221) overrides a layer's head_dim and kv heads.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ...core.spec import FULL, SLIDING, LayerSpec, MoESpec
+from ...core.errors import ConfigError
+from ...core.spec import FULL, NONE, SLIDING, LayerSpec, MoESpec
 from .base import ArchSpec, Tensors, config_dtype, finish, require_positive
 from .decoder import DecoderArgs
 
@@ -45,13 +55,14 @@ class Args(DecoderArgs):
     max_position_embeddings: int = 262144
     tie_word_embeddings: bool = True
     sliding_window: int | None = 1024
-    hidden_size_per_layer_input: int = 0
+    hidden_size_per_layer_input: int = 256
     vocab_size_per_layer_input: int | None = None
     num_kv_shared_layers: int = 0
     enable_moe_block: bool = False
     top_k_experts: int | None = None
     use_double_wide_mlp: bool = False
     use_bidirectional_attention: str | None = None
+    per_layer_config: dict | None = None
 
 
 def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
@@ -64,6 +75,15 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
         else ["full_attention" if (i + 1) % 6 == 0 else "sliding_attention" for i in range(n)]
     inter = args.intermediate_size * (2 if args.use_double_wide_mlp else 1)
     moe = _moe(args, inter, origin)
+    ple = args.hidden_size_per_layer_input or 0
+    if ple:
+        t.add("model.embed_tokens_per_layer.weight", (args.vocab_size_per_layer_input or args.vocab_size, n * ple),
+              "embedding")
+        t.linear("model.per_layer_model_projection", h, n * ple, "other")
+        t.norm("model.per_layer_projection_norm", ple)
+    shared_from = n - min(max(args.num_kv_shared_layers, 0), n)
+    overrides = _per_layer(args, origin)
+    stored = Tensors(dtype)  # k/v of shared-KV layers: in the checkpoint, never loaded
     layers = []
     for i in range(n):
         p, a = f"model.layers.{i}", f"model.layers.{i}.self_attn"
@@ -71,18 +91,25 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
         alt = args.attention_k_eq_v and not sliding
         hd = args.head_dim or h // nq if sliding else args.global_head_dim or args.head_dim or h // nq
         nkv = (args.num_global_key_value_heads if alt else None) or args.num_key_value_heads or nq
+        hd, nkv = overrides.get(i, {}).get("head_dim", hd), overrides.get(i, {}).get("num_key_value_heads", nkv)
+        shared = i >= shared_from
         t.linear(f"{a}.q_proj", h, nq * hd, "attention", args.attention_bias)
-        t.linear(f"{a}.k_proj", h, nkv * hd, "attention", args.attention_bias)
+        kv_t = stored if shared else t
+        kv_t.linear(f"{a}.k_proj", h, nkv * hd, "attention", args.attention_bias)
         if not alt:
-            t.linear(f"{a}.v_proj", h, nkv * hd, "attention", args.attention_bias)
+            kv_t.linear(f"{a}.v_proj", h, nkv * hd, "attention", args.attention_bias)
         t.linear(f"{a}.o_proj", nq * hd, h, "attention", args.attention_bias)
         t.norm(f"{a}.q_norm", hd)
-        t.norm(f"{a}.k_norm", hd)
+        kv_t.norm(f"{a}.k_norm", hd)
         for name in ("input_layernorm", "post_attention_layernorm", "pre_feedforward_layernorm",
                      "post_feedforward_layernorm"):
             t.norm(f"{p}.{name}", h)
         t.add(f"{p}.layer_scalar", (1,), "norm")
         t.mlp(f"{p}.mlp", h, inter)
+        if ple:
+            t.linear(f"{p}.per_layer_input_gate", h, ple, "ffn")
+            t.linear(f"{p}.per_layer_projection", ple, h, "ffn")
+            t.norm(f"{p}.post_per_layer_input_norm", h)
         if moe:
             t.add(f"{p}.router.proj.weight", (moe.experts, h), "other")
             t.add(f"{p}.router.scale", (h,), "norm")
@@ -91,14 +118,33 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
             t.add(f"{p}.experts.down_proj", (moe.experts, h, moe.expert_intermediate), "experts")
             for name in ("post_feedforward_layernorm_1", "post_feedforward_layernorm_2", "pre_feedforward_layernorm_2"):
                 t.norm(f"{p}.{name}", h)
-        kind = SLIDING if sliding and args.sliding_window else FULL
-        layers.append(LayerSpec(attention=kind, q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd,
-                                window=args.sliding_window if kind == SLIDING else None,
+        kind = NONE if shared else SLIDING if sliding and args.sliding_window else FULL
+        layers.append(LayerSpec(attention=kind, q_heads=nq, kv_heads=0 if shared else nkv, head_dim_k=hd,
+                                head_dim_v=hd, window=args.sliding_window if kind == SLIDING else None,
                                 ffn="moe" if moe else "dense", ffn_width=moe.expert_intermediate if moe else inter))
-    guesses = [g for g, on in (
-        ("per-layer-input embeddings (hidden_size_per_layer_input) not modelled", args.hidden_size_per_layer_input),
-        ("shared-KV layers (num_kv_shared_layers) not modelled", args.num_kv_shared_layers)) if on]
-    return finish(args, t, layers, dtype_known=known, moe=moe, guesses=tuple(guesses))
+    notes = [f"the last {n - shared_from} layers reuse earlier layers' KV cache (no cache of their own); their "
+             f"k/v projections are stored, not loaded"] if shared_from < n else []
+    return finish(args, t, layers, dtype_known=known, moe=moe, notes=notes, stored_tensors=tuple(stored.items))
+
+
+def _per_layer(args: Args, origin: str) -> dict[int, dict[str, int]]:
+    """per_layer_config: {layer index (a string key, "05"): {"head_dim": d, "num_key_value_heads": k}}."""
+    out: dict[int, dict[str, int]] = {}
+    for key, over in (args.per_layer_config or {}).items():
+        try:
+            i = int(key)
+        except (TypeError, ValueError):
+            raise ConfigError(f"Cannot use '{origin}': per_layer_config key {key!r:.20} is not a layer index.",
+                              origin, key="per_layer_config") from None
+        if not isinstance(over, dict):
+            raise ConfigError(f"Cannot use '{origin}': per_layer_config[{key!r:.20}] must be an object.", origin,
+                              key="per_layer_config")
+        vals = {k: v for k, v in over.items() if k in ("head_dim", "num_key_value_heads")}
+        if not all(isinstance(v, int) and not isinstance(v, bool) and 0 < v <= 65_536 for v in vals.values()):
+            raise ConfigError(f"Cannot use '{origin}': per_layer_config[{key!r:.20}] sizes must be positive "
+                              f"integers.", origin, key="per_layer_config")
+        out[i] = vals
+    return out
 
 
 def _moe(args: Args, dense: int, origin: str) -> MoESpec | None:
