@@ -237,3 +237,26 @@ def test_gemma4_per_layer_embeddings_and_shared_kv(tmp_path):
     stored = (2 * h * nkv * hd + hd) + (2 * h * nkv * ghd + ghd)  # layers 4 (sliding) and 5 (full)
     assert s.checkpoint_bytes == 2 * (total + stored)
     assert kv_per_token(s, VLLM) == 2 * nkv * ghd * 2  # the one full layer that keeps its own cache
+
+
+def test_gemma3n_text_altup_laurel_ple_and_per_layer_widths(tmp_path):
+    """Gemma 3n's text model, small: 5 layers (every 5th full), per-layer MLP widths, AltUp with 3 inputs,
+    LAuReL rank 8, PLE width 16, the last 2 layers sharing KV. Refused before (intermediate_size is a list)."""
+    h, v, n, nq, nkv, hd, alt, rank, ple = 128, 500, 5, 4, 1, 32, 3, 8, 16
+    mlp = [256, 512, 256, 512, 256]
+    s = _spec(tmp_path, {"model_type": "gemma3n_text", "architectures": ["Gemma3nForCausalLM"], "hidden_size": h,
+                         "vocab_size": v, "num_hidden_layers": n, "num_attention_heads": nq, "num_key_value_heads": nkv,
+                         "head_dim": hd, "intermediate_size": mlp, "altup_num_inputs": alt, "laurel_rank": rank,
+                         "hidden_size_per_layer_input": ple, "vocab_size_per_layer_input": v,
+                         "num_kv_shared_layers": 2, "sliding_window": 64, "max_position_embeddings": 4096,
+                         "layer_types": ["sliding_attention"] * 4 + ["full_attention"]})
+    kv = 2 * h * nkv * hd + hd
+    per = (2 * h * nq * hd + hd + 4 * h + h + alt * alt + alt ** 3 + alt * h + h
+           + 2 * h * rank + h + 2 * h * ple + h)
+    model = v * h + h + v * n * ple + h * n * ple + ple + 2 * (alt - 1) * h * h
+    total = model + n * per + sum(3 * h * w for w in mlp) + 3 * kv
+    assert s.architecture == "gemma3n_text" and s.confidence == "high"
+    assert s.params_total == total
+    assert s.checkpoint_bytes == 2 * (total + 2 * kv)
+    assert [x.attention for x in s.layers] == ["sliding"] * 3 + ["none", "none"]
+    assert kv_per_token(s, VLLM) == 0  # the only full layer is a shared one; the sliding ones hold 64 tokens

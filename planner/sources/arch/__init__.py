@@ -30,13 +30,14 @@ ARCHITECTURES: frozenset[str] = frozenset({
     "zamba2", "zamba", "lfm2_moe", "glm4_moe", "apertus", "arcee", "jais2", "afmoe", "minicpm3", "youtu",
     "gpt_bigcode", "gptj", "codegen", "gpt_neo", "opt", "mpt",
     "nanochat", "aria_text", "olmo_hybrid", "lfm3", "jetmoe", "mamba2", "recurrent_gemma", "longcat_flash",
-    "bailing_hybrid",
+    "bailing_hybrid", "gemma3n_text",
 })
 
 # model_types that reuse another module's description unchanged.
 ALIASES: dict[str, str] = {
     "nemotron-nas": "nemotron_nas",  # DeciLM-style Nemotron-NAS configs (block_configs): the hyphenated model_type
     "gemma3": "gemma3_text",  # only reached when a gemma3 config has no text_config
+    "gemma3n": "gemma3n_text",  # likewise for Gemma 3n (its towers: towers.py)
     "kimi_k2": "deepseek_v3",
     # Mistral Small 4 (Mistral3 wrapper, text_config `mistral4`): DeepSeek-V3's keys (q/kv_lora_rank, qk_nope/rope,
     # v_head_dim, n_routed/shared_experts, first_k_dense_replace) and tensors: an MLX export's index lists q_a_proj,
