@@ -260,3 +260,34 @@ def test_gemma3n_text_altup_laurel_ple_and_per_layer_widths(tmp_path):
     assert s.checkpoint_bytes == 2 * (total + 2 * kv)
     assert [x.attention for x in s.layers] == ["sliding"] * 3 + ["none", "none"]
     assert kv_per_token(s, VLLM) == 0  # the only full layer is a shared one; the sliding ones hold 64 tokens
+
+
+def test_llama_3_2_vision_cross_attention_layers_and_tower(tmp_path):
+    """Llama-3.2-11B-Vision's shapes (MllamaConfig defaults with the release's 560-pixel tiles): 40 text layers,
+    8 of them gated cross-attention layers; the MllamaVisionModel tower (32 + 8 gated blocks, tile and position
+    embeddings) and a projector from 7680 to 4096. 10,670,220,835 params, as transformers builds
+    MllamaForConditionalGeneration from the same config. Before: the standard rule, +6.5% on the text model,
+    the tower a SigLIP-shaped guess."""
+    h, v, n, inter, vh, vi = 4096, 128256, 40, 14336, 1280, 5120
+    cfg = {"model_type": "mllama", "architectures": ["MllamaForConditionalGeneration"], "torch_dtype": "bfloat16",
+           "text_config": {"model_type": "mllama_text_model", "hidden_size": h, "vocab_size": v,
+                           "num_hidden_layers": n, "num_attention_heads": 32, "num_key_value_heads": 8,
+                           "intermediate_size": inter, "cross_attention_layers": [3, 8, 13, 18, 23, 28, 33, 38]},
+           "vision_config": {"model_type": "mllama_vision_model", "hidden_size": vh, "intermediate_size": vi,
+                             "num_hidden_layers": 32, "num_global_layers": 8, "image_size": 560, "patch_size": 14,
+                             "max_num_tiles": 4, "vision_output_dim": 7680}}
+    d = tmp_path / "mllama"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(cfg))
+    s = load_spec(str(d), inventory="analytic")
+    attn = 2 * h * h + 2 * 1024 * h
+    self_layer = attn + 2 * h + 3 * h * inter
+    cross_layer = attn + 2 * 128 + 2 + 2 * h + 3 * h * inter
+    text = (v + 8) * h + h + 32 * self_layer + 8 * cross_layer + v * h
+    pos = (560 // 14) ** 2 + 1
+    block = 4 * vh * vh + (vi * vh + vi) + (vh * vi + vh) + 4 * vh
+    tower = (vh + vh * 3 * 14 * 14 + 1 + pos * vh + 9 * 4 * pos * vh + 2 * (1 + 9 * 4 * vh) + 4 * vh
+             + 32 * block + 8 * (block + 2) + 7680 * h + h)
+    assert s.params_total == text + tower == 10_670_220_835
+    assert s.confidence == "high"
+    assert kv_per_token(s, VLLM) == 32 * 2 * 1024 * 2  # only the self-attention layers grow with the text

@@ -22,6 +22,7 @@ WRAPPER_TEXT_TYPES = {
     "llava": "llama",
     "llava_next": "llama",
     "paligemma": "gemma",
+    "mllama": "mllama_text_model",
 }
 _TEXT_KEYS = ("text_config", "llm_config", "language_config")
 _SHAPE_KEYS = ("hidden_size", "num_hidden_layers", "num_attention_heads", "intermediate_size")

@@ -177,7 +177,55 @@ def qwen3_5_vision(t: Tensors, vc: dict, text_hidden: int, origin: str) -> str:
 
 
 # the vision sub-config's model_type, else the wrapper's (the Qwen3.5-MoE release names its tower `qwen3_5_moe`)
-_BY_TYPE = {"gemma4_vision": gemma4_vision, "gemma4": gemma4_vision, "llama4_vision_model": llama4_vision,
+def mllama_vision(t: Tensors, vc: dict, text_hidden: int, origin: str) -> str:
+    """Llama 3.2 Vision's tower (modeling_mllama.py MllamaVisionModel): class_embedding [h], patch conv [h, C, p, p]
+    without bias, a gated position embedding (gate, [(image/p)^2 + 1, h], tile_embedding [ratios + 1, tiles x
+    positions x h], :147-161), gated pre- and post-tile embeddings (gate, [ratios + 1, tiles x h], :121-130),
+    layernorm_pre / _post, num_hidden_layers blocks and num_global_layers gated blocks (gate_attn, gate_ffn) of
+    q/k/v/o without bias, fc1 / fc2 with bias and two LayerNorms; then multi_modal_projector [text,
+    vision_output_dim] + bias. ratios = len(supported_aspect_ratios) (8 by default)."""
+    h, inter = _get(vc, "hidden_size", 1280, origin), _get(vc, "intermediate_size", 5120, origin)
+    patch, image = _get(vc, "patch_size", 14, origin, 1024), _get(vc, "image_size", 448, origin, 1 << 16)
+    chans, tiles = _get(vc, "num_channels", 3, origin, 64), _get(vc, "max_num_tiles", 4, origin, 64)
+    local, glob = (_get(vc, k, d, origin, MAX_LAYERS) for k, d in (("num_hidden_layers", 32), ("num_global_layers", 8)))
+    ratios = vc.get("supported_aspect_ratios")
+    rows = (len(ratios) if isinstance(ratios, list) and ratios else 8) + 1
+    out = _get(vc, "vision_output_dim", 7680, origin)
+    positions = (image // patch) ** 2 + 1
+    p = "vision_model"
+    t.add(f"{p}.class_embedding", (h,), "vision")
+    t.add(f"{p}.patch_embedding.weight", (h, chans, patch, patch), "vision")
+    t.add(f"{p}.gated_positional_embedding.gate", (1,), "vision")
+    t.add(f"{p}.gated_positional_embedding.embedding", (positions, h), "vision")
+    t.add(f"{p}.gated_positional_embedding.tile_embedding.weight", (rows, tiles * positions * h), "vision")
+    for name in ("pre_tile_positional_embedding", "post_tile_positional_embedding"):
+        t.add(f"{p}.{name}.gate", (1,), "vision")
+        t.add(f"{p}.{name}.embedding.weight", (rows, tiles * h), "vision")
+    for name in ("layernorm_pre", "layernorm_post"):
+        _proj_norm(t, f"{p}.{name}", h)
+    for stack, depth, gated in (("transformer", local, False), ("global_transformer", glob, True)):
+        for i in range(depth):
+            b = f"{p}.{stack}.layers.{i}"
+            if gated:
+                t.add(f"{b}.gate_attn", (1,), "vision")
+                t.add(f"{b}.gate_ffn", (1,), "vision")
+            for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+                _proj(t, f"{b}.self_attn.{name}", h, h, False)
+            _proj(t, f"{b}.mlp.fc1", h, inter, True)
+            _proj(t, f"{b}.mlp.fc2", inter, h, True)
+            _proj_norm(t, f"{b}.input_layernorm", h)
+            _proj_norm(t, f"{b}.post_attention_layernorm", h)
+    _proj(t, "multi_modal_projector", out, text_hidden, True)
+    return "vision tower: Llama 3.2 Vision (MllamaVisionModel) from vision_config + projector"
+
+
+def _proj_norm(t: Tensors, name: str, h: int) -> None:
+    t.add(f"{name}.weight", (h,), "vision")
+    t.add(f"{name}.bias", (h,), "vision")
+
+
+_BY_TYPE = {"mllama_vision_model": mllama_vision, "mllama": mllama_vision,
+            "gemma4_vision": gemma4_vision, "gemma4": gemma4_vision, "llama4_vision_model": llama4_vision,
             "llama4": llama4_vision, "qwen2_vl": qwen2_vl, "qwen2_5_vl": qwen2_5_vl, "qwen3_vl": qwen3_vl,
             "qwen3_vl_moe": qwen3_vl, "qwen3_5_vision": qwen3_5_vision, "qwen3_5_moe_vision": qwen3_5_vision,
             "qwen3_5": qwen3_5_vision, "qwen3_5_moe": qwen3_5_vision}
