@@ -163,3 +163,19 @@ def test_the_cli_json_names_the_meta_source():
     model = json.loads(done.stdout)["models"][0]
     assert "XGLMForCausalLM on the meta device" in model["provenance"]["weights"]
     assert model["confidence"] == "high"
+
+
+@REAL
+def test_the_class_a_config_names_is_built_not_a_narrower_auto_class(tmp_path):
+    """A Llama 3.2 Vision config names MllamaForConditionalGeneration; AutoModelForCausalLM would build
+    MllamaForCausalLM (text only) and miss the tower the checkpoint holds. The named class is built: the
+    same 10,670,220,835 params the analytic rules count (tests/test_arch_more_families.py)."""
+    cfg = {"model_type": "mllama", "architectures": ["MllamaForConditionalGeneration"], "torch_dtype": "bfloat16",
+           "text_config": {"model_type": "mllama_text_model"},
+           "vision_config": {"model_type": "mllama_vision_model", "image_size": 560}}
+    d = tmp_path / "mllama"
+    d.mkdir()
+    (d / "config.json").write_text(json.dumps(cfg))
+    m = load_spec(str(d), inventory="meta")
+    assert m.weights.source == "meta" and m.params_total == 10_670_220_835
+    assert m.params_total == load_spec(str(d), inventory="analytic").params_total

@@ -130,12 +130,17 @@ def build(config: dict[str, Any]) -> dict[str, Any]:
     kwargs = {k: v for k, v in config.items() if k not in ("model_type", "quantization_config")}
     try:
         cfg = transformers.AutoConfig.for_model(model_type, **kwargs)
-        for auto_name in _AUTO_CLASSES:
-            auto = getattr(transformers, auto_name)
-            if type(cfg) not in auto._model_mapping:
-                continue
+        # the class the config names, when transformers has it for this config type: what the checkpoint was
+        # saved from (an Auto class can pick a narrower one: AutoModelForCausalLM builds MllamaForCausalLM,
+        # text only, from a Llama 3.2 Vision config whose checkpoint holds the tower too)
+        named_cls: list[Any] = [c for c in (getattr(transformers, a, None) for a in named)
+                     if isinstance(c, type) and getattr(c, "config_class", None) is type(cfg)]
+        builders = [c._from_config for c in named_cls[:1]] + [
+            getattr(transformers, a).from_config for a in _AUTO_CLASSES
+            if type(cfg) in getattr(transformers, a)._model_mapping]
+        if builders:
             with torch.device("meta"):
-                model = auto.from_config(cfg)
+                model = builders[0](cfg)
             return {"status": "ok", "tensors": tensors_of(model, _checkpoint_dtype(config)),
                     "model_class": type(model).__name__, "version": transformers.__version__,
                     "standard": _standard(cfg), "aliased": _aliased(cfg)}
