@@ -291,3 +291,19 @@ def test_llama_3_2_vision_cross_attention_layers_and_tower(tmp_path):
     assert s.params_total == text + tower == 10_670_220_835
     assert s.confidence == "high"
     assert kv_per_token(s, VLLM) == 32 * 2 * 1024 * 2  # only the self-attention layers grow with the text
+
+
+def test_dots1_qwen3_attention_over_deepseek_experts(tmp_path):
+    """dots.llm1's release shape (62 layers of 4096, 32 heads of 128 with per-head q/k norms, one dense layer of
+    10944, then 128 routed experts of 1408 + 2 shared, top-6): the published "142B total" by hand."""
+    h, v, n = 4096, 152064, 62
+    s = _spec(tmp_path, {"model_type": "dots1", "architectures": ["Dots1ForCausalLM"], "hidden_size": h,
+                         "vocab_size": v, "num_hidden_layers": n, "num_attention_heads": 32,
+                         "num_key_value_heads": 32, "intermediate_size": 10944, "moe_intermediate_size": 1408,
+                         "n_routed_experts": 128, "n_shared_experts": 2, "num_experts_per_tok": 6,
+                         "first_k_dense_replace": 1, "attention_bias": False})
+    attn = 4 * h * h + 2 * 128 + 2 * h
+    moe = 128 * h + 128 + 128 * 3 * 1408 * h + 3 * 2816 * h
+    total = 2 * v * h + h + n * attn + 3 * 10944 * h + (n - 1) * moe
+    assert s.architecture == "dots1" and s.confidence == "high"
+    assert s.params_total == total and total // 10**9 == 142

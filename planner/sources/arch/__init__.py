@@ -30,7 +30,7 @@ ARCHITECTURES: frozenset[str] = frozenset({
     "zamba2", "zamba", "lfm2_moe", "glm4_moe", "apertus", "arcee", "jais2", "afmoe", "minicpm3", "youtu",
     "gpt_bigcode", "gptj", "codegen", "gpt_neo", "opt", "mpt",
     "nanochat", "aria_text", "olmo_hybrid", "lfm3", "jetmoe", "mamba2", "recurrent_gemma", "longcat_flash",
-    "bailing_hybrid", "gemma3n_text", "mllama_text_model",
+    "bailing_hybrid", "gemma3n_text", "mllama_text_model", "dots1",
 })
 
 # model_types that reuse another module's description unchanged.

@@ -17,6 +17,7 @@ figure is held to (GLM-4.5-Air: 1.1%; GLM-4.5/4.6: 0.43%), the figure says it is
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 from ...core.spec import FULL, LayerSpec, MoESpec
 from .base import ArchSpec, BaseArgs, Tensors, config_dtype, finish, mtp_spec, require_positive
@@ -44,6 +45,8 @@ class Args(BaseArgs):
     n_routed_experts: int = 128
     first_k_dense_replace: int = 1
     num_nextn_predict_layers: int = 0
+    # whether attention_bias also biases o_proj: not in GLM-4.5 (q/k/v only), yes in dots.llm1 (dots1.py)
+    O_BIAS: ClassVar[bool] = False
 
 
 # the share of the stored bytes an unknowable part may take before the figure must say so (the ledger's tolerance)
@@ -90,7 +93,7 @@ def _layer(t: Tensors, args: Args, p: str, moe: MoESpec | None) -> LayerSpec:
     h, nq, nkv = args.hidden_size, args.num_attention_heads, args.num_key_value_heads
     hd = args.head_dim or h // nq
     t.attention(f"{p}.self_attn", hidden=h, q_heads=nq, kv_heads=nkv, head_dim=hd, qkv_bias=args.attention_bias,
-                qk_norm="head" if args.use_qk_norm else None)
+                o_bias=args.attention_bias and args.O_BIAS, qk_norm="head" if args.use_qk_norm else None)
     t.norm(f"{p}.input_layernorm", h)
     t.norm(f"{p}.post_attention_layernorm", h)
     if moe is not None:
