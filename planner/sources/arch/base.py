@@ -251,6 +251,23 @@ class Tensors:
         if sinks:
             self.add(f"{p}.sinks", (q_heads,), "norm")
 
+    def mla(self, p: str, *, hidden: int, heads: int, q_lora_rank: int | None, kv_lora_rank: int, nope: int,
+            rope: int, v_dim: int, bias: bool = False) -> None:
+        """DeepSeek-V2 multi-head latent attention (modeling_deepseek_v2.py): q_proj, or q_a / q_a_layernorm / q_b
+        under a q LoRA; kv_a_proj_with_mqa to the latent + the shared rope key, kv_a_layernorm, kv_b_proj back to
+        per-head nope keys and values, o_proj. `bias` (attention_bias) on q_a, kv_a and o_proj."""
+        qk = nope + rope
+        if q_lora_rank:
+            self.linear(f"{p}.q_a_proj", hidden, q_lora_rank, "attention", bias)
+            self.norm(f"{p}.q_a_layernorm", q_lora_rank)
+            self.linear(f"{p}.q_b_proj", q_lora_rank, heads * qk, "attention")
+        else:
+            self.linear(f"{p}.q_proj", hidden, heads * qk, "attention")
+        self.linear(f"{p}.kv_a_proj_with_mqa", hidden, kv_lora_rank + rope, "attention", bias)
+        self.norm(f"{p}.kv_a_layernorm", kv_lora_rank)
+        self.linear(f"{p}.kv_b_proj", kv_lora_rank, heads * (nope + v_dim), "attention")
+        self.linear(f"{p}.o_proj", heads * v_dim, hidden, "attention", bias)
+
     def mlp(self, p: str, hidden: int, inter: int, *, gated: bool = True, bias: bool = False,
             group: str = "ffn") -> None:
         """Gated MLP: gate/up [inter, hidden] + down [hidden, inter]; plain MLP drops the gate."""

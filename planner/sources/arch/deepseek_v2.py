@@ -105,19 +105,8 @@ def _layer(t: Tensors, args: Args, p: str, sparse: bool, moe: MoESpec | None) ->
     """One MLA decoder layer's tensors into `t`; returns its LayerSpec."""
     h, nh = args.hidden_size, args.num_attention_heads
     qk_dim = args.qk_nope_head_dim + args.qk_rope_head_dim
-    a = f"{p}.self_attn"
-    if args.q_lora_rank:
-        t.linear(f"{a}.q_a_proj", h, args.q_lora_rank, "attention", args.attention_bias)
-        t.norm(f"{a}.q_a_layernorm", args.q_lora_rank)
-        t.linear(f"{a}.q_b_proj", args.q_lora_rank, nh * qk_dim, "attention")
-    else:
-        t.linear(f"{a}.q_proj", h, nh * qk_dim, "attention")
-    # kv_a: hidden -> latent (kv_lora_rank) + shared rope key (qk_rope_head_dim)
-    t.linear(f"{a}.kv_a_proj_with_mqa", h, args.kv_lora_rank + args.qk_rope_head_dim, "attention",
-             args.attention_bias)
-    t.norm(f"{a}.kv_a_layernorm", args.kv_lora_rank)
-    t.linear(f"{a}.kv_b_proj", args.kv_lora_rank, nh * (args.qk_nope_head_dim + args.v_head_dim), "attention")
-    t.linear(f"{a}.o_proj", nh * args.v_head_dim, h, "attention", args.attention_bias)
+    t.mla(f"{p}.self_attn", hidden=h, heads=nh, q_lora_rank=args.q_lora_rank, kv_lora_rank=args.kv_lora_rank,
+          nope=args.qk_nope_head_dim, rope=args.qk_rope_head_dim, v_dim=args.v_head_dim, bias=args.attention_bias)
     t.norm(f"{p}.input_layernorm", h)
     t.norm(f"{p}.post_attention_layernorm", h)
     if sparse and moe is not None:

@@ -29,10 +29,12 @@ class Args(BaseArgs):
     tie_word_embeddings: bool = True
 
 
-def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
+def to_spec(args: Args, origin: str = "config.json", *, kv_heads: int | None = None) -> ArchSpec:
+    """`kv_heads`: GPTBigCode's multi-query attention (one K/V head: c_attn [h + 2 head_dim, h]); None = MHA."""
     require_positive(args, "n_embd", "n_layer", "n_head", "vocab_size", origin=origin)
     h, nq = args.n_embd, args.n_head
     hd, inner = h // nq, args.n_inner or 4 * h
+    nkv = kv_heads or nq
     dtype, known = config_dtype(args)
     t = Tensors(dtype)
     t.add("transformer.wte.weight", (args.vocab_size, h), "embedding")
@@ -41,12 +43,12 @@ def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
     for i in range(args.n_layer):
         p = f"transformer.h.{i}"
         t.norm(f"{p}.ln_1", h, bias=True)
-        t.linear(f"{p}.attn.c_attn", h, 3 * h, "attention", True)
+        t.linear(f"{p}.attn.c_attn", h, h + 2 * nkv * hd, "attention", True)
         t.linear(f"{p}.attn.c_proj", h, h, "attention", True)
         t.norm(f"{p}.ln_2", h, bias=True)
         t.linear(f"{p}.mlp.c_fc", h, inner, "ffn", True)
         t.linear(f"{p}.mlp.c_proj", inner, h, "ffn", True)
-        layers.append(LayerSpec(q_heads=nq, kv_heads=nq, head_dim_k=hd, head_dim_v=hd, ffn_width=inner))
+        layers.append(LayerSpec(q_heads=nq, kv_heads=nkv, head_dim_k=hd, head_dim_v=hd, ffn_width=inner))
     t.norm("transformer.ln_f", h, bias=True)
     if not args.tie_word_embeddings:
         t.add("lm_head.weight", (args.vocab_size, h), "lm_head")

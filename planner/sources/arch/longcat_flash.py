@@ -52,19 +52,10 @@ class Args(BaseArgs):
 
 
 def _mla(t: Tensors, args: Args, a: str) -> None:
-    h, nh = args.hidden_size, args.num_attention_heads
-    qk = args.qk_nope_head_dim + args.qk_rope_head_dim
-    if args.q_lora_rank:
-        t.linear(f"{a}.q_a_proj", h, args.q_lora_rank, "attention", args.attention_bias)
-        t.norm(f"{a}.q_a_layernorm", args.q_lora_rank)
-        t.linear(f"{a}.q_b_proj", args.q_lora_rank, nh * qk, "attention")
-    else:
-        t.linear(f"{a}.q_proj", h, nh * qk, "attention")
-    t.linear(f"{a}.kv_a_proj_with_mqa", h, args.kv_lora_rank + args.qk_rope_head_dim, "attention",
-             args.attention_bias)
-    t.norm(f"{a}.kv_a_layernorm", args.kv_lora_rank)
-    t.linear(f"{a}.kv_b_proj", args.kv_lora_rank, nh * (args.qk_nope_head_dim + args.v_head_dim), "attention")
-    t.linear(f"{a}.o_proj", nh * args.v_head_dim, h, "attention", args.attention_bias)
+    t.mla(a, hidden=args.hidden_size, heads=args.num_attention_heads, q_lora_rank=args.q_lora_rank,
+          kv_lora_rank=args.kv_lora_rank, nope=args.qk_nope_head_dim, rope=args.qk_rope_head_dim,
+          v_dim=args.v_head_dim, bias=args.attention_bias)
+
 
 
 def to_spec(args: Args, origin: str = "config.json") -> ArchSpec:
