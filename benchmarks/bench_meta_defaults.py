@@ -10,7 +10,7 @@ type: the analytic rule, its confidence, and the parameter difference. The rows 
 analytic rule calls `high` and the meta build contradicts (a silent error in waiting); a registered rule that
 is exact but says `low` is a rule too cautious; `generic` rows are the families no rule describes yet.
 A CausalLM class of a multimodal wrapper builds no tower, so a wrapper's analytic figure (tower included) is
-larger there by design (llama4, qwen3_5, qwen3_5_moe). longcat_flash's meta build shapes experts.gate_up_proj
+larger there by design (llama4, mllama, qwen3_5, qwen3_5_moe). longcat_flash's meta build shapes experts.gate_up_proj
 over its zero (identity) experts too, which no checkpoint stores: the analytic figure is the checkpoint's.
 """
 
